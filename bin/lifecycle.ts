@@ -1,0 +1,46 @@
+// What every entry point shares: config read once, a logger, the database, and shutdown on signal.
+import { readConfig, type Config } from '../lib/config.ts';
+import { openDatabase } from '../lib/database.ts';
+import { createLogger, errorFields, type Logger } from '../lib/log.ts';
+
+export interface Running {
+  stop(): Promise<void>;
+}
+
+/** A process exits within this long of SIGTERM even if something hangs. */
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
+export async function runProcess(
+  name: string,
+  start: (config: Config, log: Logger, databaseUrl: string) => Promise<Running[]>,
+): Promise<void> {
+  const config = readConfig();
+  const log = createLogger(config.logLevel, name);
+  let stopping = false;
+  try {
+    const database = await openDatabase(config, log);
+    const parts = await start(config, log, database.url);
+    if (parts.length === 0) {
+      // A one-shot step (release): done once start returns.
+      await database.release();
+      process.exit(0);
+    }
+    const shutdown = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      setTimeout(() => {
+        log.error('shutdown deadline passed; exiting');
+        process.exit(1);
+      }, SHUTDOWN_DEADLINE_MS).unref();
+      for (const part of parts) await part.stop().catch((err) => log.error({ err: errorFields(err) }, 'stop failed'));
+      await database.release().catch((err) => log.error({ err: errorFields(err) }, 'database stop failed'));
+      process.exit(0);
+    };
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
+    process.on('SIGINT', () => void shutdown('SIGINT'));
+  } catch (err) {
+    log.fatal({ err: errorFields(err) }, 'could not start');
+    process.exit(1);
+  }
+}

@@ -1,0 +1,38 @@
+// `npm start`: everything on one machine in one process: release, then web and worker. On the
+// very first start it also creates a first project and prints its `*` key, once.
+import { createProject, countProjects } from '../domain/projects.ts';
+import { startGateway } from '../gateway/server.ts';
+import { createPool } from '../lib/db.ts';
+import { startProducer } from '../lib/jobs.ts';
+import type { Logger } from '../lib/log.ts';
+import { startJobWorkers } from '../workers/job-workers.ts';
+import type { Config } from '../lib/config.ts';
+import { runProcess } from './lifecycle.ts';
+import { release } from './release.ts';
+
+async function createFirstProject(config: Config, log: Logger, databaseUrl: string): Promise<void> {
+  const pool = createPool(config, log, databaseUrl, 2);
+  try {
+    const services = { pool, boss: await startProducer(pool, log), log };
+    if ((await countProjects(services)) > 0) return;
+    const first = await createProject(services, { origin: 'system', ip: '127.0.0.1' }, 'First project');
+    await services.boss.stop({ graceful: false });
+    process.stdout.write([
+      '',
+      'First start: created a project and its first API key. The key is shown this once:',
+      `  project ${first.project.id}`,
+      `  key     ${first.key.key}`,
+      '',
+    ].join('\n') + '\n');
+  } finally {
+    await pool.end();
+  }
+}
+
+await runProcess('start', async (config, log, databaseUrl) => {
+  await release(config, log, databaseUrl);
+  await createFirstProject(config, log, databaseUrl);
+  const workers = await startJobWorkers(config, log, databaseUrl);
+  const gateway = await startGateway(config, log, databaseUrl);
+  return [gateway, workers];
+});

@@ -1,0 +1,5 @@
+// Procfile `web`: the HTTPS gateway and its worker pool.
+import { startGateway } from '../gateway/server.ts';
+import { runProcess } from './lifecycle.ts';
+
+await runProcess('web', async (config, log, databaseUrl) => [await startGateway(config, log, databaseUrl)]);

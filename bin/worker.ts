@@ -1,0 +1,5 @@
+// Procfile `worker`: the pg-boss job handlers.
+import { startJobWorkers } from '../workers/job-workers.ts';
+import { runProcess } from './lifecycle.ts';
+
+await runProcess('worker', async (config, log, databaseUrl) => [await startJobWorkers(config, log, databaseUrl)]);

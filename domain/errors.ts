@@ -1,0 +1,88 @@
+// The one error table: every status title and every failure message the service answers with.
+
+export const TITLES: Readonly<Record<number, string>> = {
+  200: 'OK',
+  201: 'Created',
+  301: 'Moved Permanently',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  413: 'Payload Too Large',
+  422: 'Unprocessable entity',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  503: 'Service Unavailable',
+};
+
+/** A failure the contract names: its status and its exact message. */
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const fail = (status: number, message: string) => () => new ApiError(status, message);
+
+export const errors = {
+  movedPermanently: fail(301, 'Use HTTPS: repeat the request at the Location given.'),
+  invalidJson: fail(400, 'Invalid JSON.'),
+  noKey: fail(401, 'No valid API key provided.'),
+  keyExpired: fail(401, 'The API key has expired.'),
+  keyRefused: fail(403, "The API key doesn't have permissions to perform the request."),
+  missingScope: (scope: string) => new ApiError(403, `The API key is missing the required scope: ${scope}`),
+  gatewayNotFound: fail(404, 'The requested resource was not found.'),
+  methodNotAllowed: fail(405, 'The request method is not allowed.'),
+  bodyTooLarge: fail(413, 'Request body too large.'),
+  unprocessable: fail(422, 'The parameters were valid but the request failed.'),
+  internal: fail(500, 'Internal server error.'),
+  notImplemented: fail(501, 'This endpoint is not implemented yet.'),
+  unavailable: fail(503, 'Service temporarily unavailable. Please retry.'),
+
+  invalid: (message: string) => new ApiError(422, message),
+  badRequest: (message: string) => new ApiError(400, message),
+  forbidden: (message: string) => new ApiError(403, message),
+  notFound: (message: string) => new ApiError(404, message),
+
+  limit: fail(422, 'limit must be an integer from 1 to 100.'),
+  offset: fail(422, 'offset must be a non-negative integer.'),
+
+  keyNotFound: fail(404, 'API key not found.'),
+  keyNameRequired: fail(422, 'name is required.'),
+  keyNameType: fail(422, 'name must be a string.'),
+  keyNameLength: fail(422, 'name must be at most 200 characters.'),
+  scopeNotArray: fail(400, 'scope must be an array.'),
+  scopeEmpty: fail(422, 'scope must name at least one scope.'),
+  scopeUnknown: (entry: unknown) => new ApiError(422, `Unknown scope: ${typeof entry === 'string' ? entry : JSON.stringify(entry)}.`),
+  scopeWider: fail(403, 'Cannot create a key with wider scope than the calling key.'),
+  expiresAt: fail(422, 'expires_at must be a future Unix time in seconds.'),
+  revokeCurrent: fail(422, 'Cannot revoke the API key currently in use.'),
+
+  eventNotFound: fail(404, 'Event not found.'),
+} as const;
+
+/** Seconds a client should wait before retrying a 503. */
+export const RETRY_AFTER_SECONDS = 1;
+
+// SQLSTATE classes and codes meaning "the database is not there right now", not "the query is wrong".
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
+const UNAVAILABLE_SYSCALL_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
+
+/**
+ * Whether an error means the database could not be reached (answer 503 and let the client retry)
+ * rather than a fault in the service (500). node-postgres raises its pool and connection timeouts
+ * and lost connections without a code, so those few are recognised by their fixed messages.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SYSCALL_CODES.has(code)) return true;
+  }
+  if (err instanceof AggregateError) return err.errors.some(isDatabaseUnavailable);
+  return /timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error|Connection terminated unexpectedly/.test(err.message);
+}

@@ -1,0 +1,50 @@
+// The audit trail's read side (api.md 4.3): the newest 100, and one by id.
+import { isId } from '../lib/ids.ts';
+import { run } from '../lib/db.ts';
+import { errors } from './errors.ts';
+import { list, ok, type DomainRequest, type DomainResult } from './requests.ts';
+import type { Services } from './services.ts';
+
+const FEED_SIZE = 100;
+
+interface EventRow {
+  id: string;
+  type_id: string;
+  type_name: string;
+  related_table: string;
+  related_id: string;
+  origin: string;
+  ip_address: string;
+  details: unknown;
+  created_at: number;
+}
+
+function eventView(row: EventRow) {
+  return {
+    id: row.id,
+    object: 'event',
+    type: { id: row.type_id, name: row.type_name },
+    related: { table: row.related_table, id: row.related_id },
+    origin: row.origin,
+    ip_address: row.ip_address,
+    details: row.details,
+    created_at: row.created_at,
+  };
+}
+
+export async function listEvents(services: Services, req: DomainRequest): Promise<DomainResult> {
+  const projectId = req.caller.project_id;
+  const [rows, [count]] = await Promise.all([
+    run<EventRow>(services.pool, 'event_list', [projectId, FEED_SIZE]),
+    run<{ total: number }>(services.pool, 'event_count', [projectId]),
+  ]);
+  return ok(list(rows.map(eventView), count!.total));
+}
+
+export async function getEvent(services: Services, req: DomainRequest): Promise<DomainResult> {
+  const id = req.params.event_id ?? '';
+  if (!isId('evnt', id)) throw errors.eventNotFound();
+  const [row] = await run<EventRow>(services.pool, 'event_find', [id, req.caller.project_id]);
+  if (!row) throw errors.eventNotFound();
+  return ok(eventView(row));
+}

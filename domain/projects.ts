@@ -1,0 +1,68 @@
+// Projects and consumers: workspace actions (origin `workspace`), not part of the HTTP API.
+import { newId } from '../lib/ids.ts';
+import { run } from '../lib/db.ts';
+import { recordEvent } from './audit.ts';
+import { insertKey } from './keys.ts';
+import { change, type Actor, type Services } from './services.ts';
+
+export class NotFound extends Error {}
+
+/** A new consumer, a project it owns, and a `*` key for it. The secret is returned once. */
+export async function createProject(services: Services, actor: Actor, name: string) {
+  return change(services, async (tx) => {
+    const consumerId = newId('cons');
+    const projectId = newId('proj');
+    await run(tx.client, 'consumer_insert', [consumerId, name]);
+    const [project] = await run<{ id: string; created_at: number }>(tx.client, 'project_insert', [projectId, name]);
+    await run(tx.client, 'membership_insert', [projectId, consumerId, 'owner']);
+    await recordEvent(tx, actor, {
+      projectId,
+      type: 'project.created',
+      related: { table: 'project', id: projectId },
+      details: { name, consumer_id: consumerId },
+      at: project!.created_at,
+    });
+    const { row, secret } = await insertKey(tx, actor, projectId, consumerId, { name: 'Default key', scope: ['*'], expiresAt: null });
+    return { project: { id: projectId }, consumer: { id: consumerId }, key: { id: row.id, key: secret } };
+  });
+}
+
+export async function disableProject(services: Services, actor: Actor, projectId: string) {
+  return change(services, async (tx) => {
+    const [exists] = await run(tx.client, 'project_exists', [projectId]);
+    if (!exists) throw new NotFound(`No project ${projectId}.`);
+    const [disabled] = await run<{ id: string; updated_at: number }>(tx.client, 'project_disable', [projectId]);
+    // Already disabled: nothing changed, so nothing to record.
+    if (disabled) {
+      await recordEvent(tx, actor, {
+        projectId,
+        type: 'project.disabled',
+        related: { table: 'project', id: projectId },
+        at: disabled.updated_at,
+      });
+    }
+    return { project: { id: projectId, status: 'disabled' } };
+  });
+}
+
+export async function disableConsumer(services: Services, actor: Actor, consumerId: string) {
+  return change(services, async (tx) => {
+    const [exists] = await run(tx.client, 'consumer_exists', [consumerId]);
+    if (!exists) throw new NotFound(`No consumer ${consumerId}.`);
+    const rows = await run<{ id: string; project_id: string; updated_at: number }>(tx.client, 'consumer_disable', [consumerId]);
+    for (const row of rows) {
+      await recordEvent(tx, actor, {
+        projectId: row.project_id,
+        type: 'consumer.disabled',
+        related: { table: 'consumer', id: consumerId },
+        at: row.updated_at,
+      });
+    }
+    return { consumer: { id: consumerId, status: 'disabled' } };
+  });
+}
+
+export async function countProjects(services: Services): Promise<number> {
+  const [row] = await run<{ total: number }>(services.pool, 'project_count');
+  return row!.total;
+}

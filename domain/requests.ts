@@ -1,0 +1,57 @@
+// What the gateway hands a worker thread, and what comes back: plain data, one message each way.
+import { errors } from './errors.ts';
+
+/** The authenticated key, as key_authenticate.sql reads it. */
+export interface CallerKey {
+  id: string;
+  project_id: string;
+  name: string;
+  key_preview: string;
+  scope: string[];
+  status: string;
+  expires_at: number | null;
+  last_used_at: number | null;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DomainRequest {
+  op: string;
+  params: Record<string, string>;
+  query: Record<string, string | string[]>;
+  /** The parsed JSON object; `{}` for an empty body. */
+  body: Record<string, unknown>;
+  caller: CallerKey;
+  ip: string;
+  requestId: string;
+}
+
+export interface DomainResult {
+  status: number;
+  /** The envelope's `response`: the result, or the failure message. */
+  response: unknown;
+}
+
+export const ok = (response: unknown, status = 200): DomainResult => ({ status, response });
+
+export const list = (data: unknown[], total: number) => ({ object: 'list', data, total });
+
+const DEFAULT_LIMIT = 20;
+const MAX_LIMIT = 100;
+
+function oneValue(value: string | string[] | undefined): string | undefined | null {
+  if (Array.isArray(value)) return null;
+  return value;
+}
+
+/** `limit` 1..100 (default 20) and `offset` >= 0 (default 0), as decimal integers. */
+export function paging(query: DomainRequest['query']): { limit: number; offset: number } {
+  const limit = oneValue(query.limit);
+  const offset = oneValue(query.offset);
+  const parsedLimit = limit === undefined ? DEFAULT_LIMIT : limit !== null && /^\d{1,3}$/.test(limit) ? Number(limit) : NaN;
+  if (!(parsedLimit >= 1 && parsedLimit <= MAX_LIMIT)) throw errors.limit();
+  const parsedOffset = offset === undefined ? 0 : offset !== null && /^\d{1,15}$/.test(offset) ? Number(offset) : NaN;
+  if (!(parsedOffset >= 0)) throw errors.offset();
+  return { limit: parsedLimit, offset: parsedOffset };
+}

@@ -1,0 +1,34 @@
+// What a domain handler is given: the database, the job producer, a logger. Nothing of HTTP.
+import type pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { bossDb } from '../lib/jobs.ts';
+import { withTransaction } from '../lib/db.ts';
+import type { Logger } from '../lib/log.ts';
+
+export interface Services {
+  pool: pg.Pool;
+  boss: PgBoss;
+  log: Logger;
+}
+
+/** A change in progress: its transaction's client, and a way to enqueue jobs inside it. */
+export interface Tx {
+  client: pg.PoolClient;
+  send(queue: string, data: object): Promise<void>;
+}
+
+/** Runs one change in one transaction; jobs it sends commit or roll back with it. */
+export function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return withTransaction(services.pool, (client) => fn({
+    client,
+    async send(queue, data) {
+      await services.boss.send(queue, data, { db: bossDb(client) });
+    },
+  }));
+}
+
+/** Who makes a change and from where: recorded on its event. */
+export interface Actor {
+  origin: 'api' | 'workspace' | 'system';
+  ip: string;
+}

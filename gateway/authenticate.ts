@@ -1,0 +1,73 @@
+// Step 4: the key, by one query on the SHA-256 of the secret. Unknown, revoked and disabled keys
+// get the identical 403 from the identical code path; an expired key gets 401 from the second
+// its expires_at passes. The last use is written at most once a minute, off the request's path.
+import type pg from 'pg';
+import { errors, isDatabaseUnavailable, type ApiError } from '../domain/errors.ts';
+import type { CallerKey } from '../domain/requests.ts';
+import { hashSecret } from '../domain/secrets.ts';
+import { run } from '../lib/db.ts';
+import { errorFields, type Logger } from '../lib/log.ts';
+import { sendError } from './envelope.ts';
+import type { Handler } from './types.ts';
+
+const BEARER = 'Bearer ';
+/** Paths answered without a key: the process's own health, outside /v1/. */
+export const PUBLIC_PATHS = new Set(['/healthz', '/readyz']);
+const LAST_USED_RESOLUTION_MS = 60_000;
+/** Bounds the memory of which keys this process touched recently. */
+const LAST_USED_MEMORY_KEYS = 50_000;
+
+interface AuthRow extends CallerKey {
+  project_status: string;
+  consumer_status: string;
+}
+
+function refusal(row: AuthRow | undefined): ApiError | undefined {
+  if (!row || row.status === 'revoked' || row.project_status !== 'active' || row.consumer_status !== 'active') return errors.keyRefused();
+  if (row.status === 'expired') return errors.keyExpired();
+  return undefined;
+}
+
+export function authenticate(pool: pg.Pool, log: Logger): Handler {
+  const touchedAtMs = new Map<string, number>();
+
+  function noteUse(key: CallerKey): void {
+    const nowMs = Date.now();
+    if (key.last_used_at !== null && nowMs - key.last_used_at * 1000 < LAST_USED_RESOLUTION_MS) return;
+    if (nowMs - (touchedAtMs.get(key.id) ?? 0) < LAST_USED_RESOLUTION_MS) return;
+    if (touchedAtMs.size >= LAST_USED_MEMORY_KEYS) touchedAtMs.clear();
+    touchedAtMs.set(key.id, nowMs);
+    run(pool, 'key_touch_last_used', [key.id]).catch((err) => {
+      touchedAtMs.delete(key.id);
+      log.warn({ err: errorFields(err), keyId: key.id }, 'could not record last use');
+    });
+  }
+
+  return function authenticateKey(req, res, next) {
+    if (PUBLIC_PATHS.has(req.getPath())) return next();
+    const header = req.headers.authorization;
+    if (typeof header !== 'string' || !header.startsWith(BEARER)) {
+      sendError(res, errors.noKey());
+      return next(false);
+    }
+    run<AuthRow>(pool, 'key_authenticate', [hashSecret(header.slice(BEARER.length))]).then(([row]) => {
+      const refused = refusal(row);
+      if (refused) {
+        sendError(res, refused);
+        return next(false);
+      }
+      const { project_status: _p, consumer_status: _c, ...caller } = row!;
+      req.caller = caller;
+      noteUse(caller);
+      next();
+    }, (err: unknown) => {
+      if (isDatabaseUnavailable(err)) {
+        sendError(res, errors.unavailable());
+      } else {
+        log.error({ requestId: req.requestId, err: errorFields(err) }, 'authentication failed');
+        sendError(res, errors.internal());
+      }
+      next(false);
+    });
+  };
+}

@@ -1,0 +1,73 @@
+// The hand-off: one message to a worker thread, one { status, response } back, then the envelope.
+import { Piscina } from 'piscina';
+import { ApiError, errors } from '../domain/errors.ts';
+import type { DomainRequest, DomainResult } from '../domain/requests.ts';
+import type { Config } from '../lib/config.ts';
+import { errorFields, type Logger } from '../lib/log.ts';
+import type { PoolWorkerData } from '../workers/pool-task.ts';
+import { sendEnvelope, sendError } from './envelope.ts';
+import { parseJsonObject } from './json-body.ts';
+import type { Handler } from './types.ts';
+
+const WORKER_FILE = new URL('../workers/pool-task.ts', import.meta.url).href;
+const BODY_METHODS = new Set(['POST', 'PATCH']);
+
+export function createWorkerPool(config: Config, databaseUrl: string): Piscina<DomainRequest, DomainResult> {
+  const workerData: PoolWorkerData = { config, databaseUrl };
+  return new Piscina({
+    filename: WORKER_FILE,
+    minThreads: config.workerThreads,
+    maxThreads: config.workerThreads,
+    concurrentTasksPerWorker: config.tasksPerThread,
+    // Past this many waiting requests the gateway sheds load with 503 instead of queueing forever.
+    maxQueue: config.maxQueuedTasks,
+    workerData,
+  });
+}
+
+export function dispatch(pool: Piscina<DomainRequest, DomainResult>, op: string, log: Logger): Handler {
+  return function runInWorker(req, res, next) {
+    let body: Record<string, unknown> = {};
+    try {
+      if (BODY_METHODS.has(req.method ?? '')) body = parseJsonObject(req.rawBody);
+    } catch (err) {
+      sendError(res, err as ApiError);
+      return next(false);
+    }
+    const task: DomainRequest = {
+      op,
+      params: { ...(req.params as Record<string, string>) },
+      query: queryOf(req.getQuery()),
+      body,
+      caller: req.caller!,
+      ip: req.clientIp,
+      requestId: req.requestId,
+    };
+    pool.run(task).then((result) => {
+      if (result.status === 503) sendError(res, errors.unavailable());
+      else sendEnvelope(res, result.status, result.response);
+      next(false);
+    }, (err: unknown) => {
+      // The pool refuses when its queue is full (load shedding) or a thread died under the task.
+      const queueFull = err instanceof Error && /queue is at limit/i.test(err.message);
+      if (queueFull) {
+        log.warn({ requestId: req.requestId }, 'worker queue full, shedding load');
+        sendError(res, errors.unavailable());
+      } else {
+        log.error({ requestId: req.requestId, err: errorFields(err) }, 'worker task failed');
+        sendError(res, errors.internal());
+      }
+      next(false);
+    });
+  };
+}
+
+function queryOf(raw: string): Record<string, string | string[]> {
+  // No prototype: a parameter named __proto__ is data like any other.
+  const query: Record<string, string | string[]> = Object.create(null);
+  for (const [name, value] of new URLSearchParams(raw)) {
+    const seen = query[name];
+    query[name] = seen === undefined ? value : [...(Array.isArray(seen) ? seen : [seen]), value];
+  }
+  return query;
+}

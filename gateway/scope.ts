@@ -1,0 +1,21 @@
+// Step 7: the route's scope, by the one rule in domain/scopes.ts.
+import { errors } from '../domain/errors.ts';
+import { holdsScope } from '../domain/scopes.ts';
+import { sendError } from './envelope.ts';
+import type { Handler } from './types.ts';
+
+export function requireScope(scope: string): Handler {
+  return function checkScope(req, res, next) {
+    if (req.caller && holdsScope(req.caller.scope, scope)) return next();
+    sendError(res, errors.missingScope(scope));
+    next(false);
+  };
+}
+
+/** api.md 4.4: a reserved endpoint, once authentication and scope have passed. */
+export function notImplemented(): Handler {
+  return function answerNotImplemented(_req, res, next) {
+    sendError(res, errors.notImplemented());
+    next(false);
+  };
+}

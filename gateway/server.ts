@@ -1,0 +1,139 @@
+// The web process: the HTTPS gateway (checks in the order decisions.md gives), the plain-HTTP
+// redirect listener, and the worker pool the gateway hands each request to.
+import type { AddressInfo } from 'node:net';
+import type { Socket } from 'node:net';
+import restify from 'restify';
+import { ApiError, errors } from '../domain/errors.ts';
+import type { Config } from '../lib/config.ts';
+import { createPool } from '../lib/db.ts';
+import type { Logger } from '../lib/log.ts';
+import { authenticate } from './authenticate.ts';
+import { bodyLimit } from './body-limit.ts';
+import { createWorkerPool, dispatch } from './dispatch.ts';
+import { sendError, sendGatewayNotFound } from './envelope.ts';
+import { health } from './health.ts';
+import { acceptedMethods } from './method.ts';
+import { redirectAll, redirectForwardedHttp } from './redirect.ts';
+import { requestId } from './request-id.ts';
+import { ROUTES } from './routes.ts';
+import { notImplemented, requireScope } from './scope.ts';
+import { loadCertificate } from './tls.ts';
+import type { GatewayRequest, Handler } from './types.ts';
+
+export interface Gateway {
+  httpsPort: number;
+  httpPort: number;
+  stop(): Promise<void>;
+}
+
+/** Bounds how long a graceful close waits for requests already accepted. */
+const CLOSE_GRACE_MS = 8000;
+
+function listen(server: restify.Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(port, host, () => {
+      server.server.removeListener('error', reject);
+      resolve((server.server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/** Malformed HTTP never reaches restify; it still gets an envelope, then the connection closes. */
+function answerMalformedHttp(server: restify.Server): void {
+  server.server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
+    if (!socket.writable || err.code === 'ECONNRESET') return socket.destroy();
+    const body = JSON.stringify({ code: 400, title: 'Bad Request', response: 'Malformed HTTP request.' });
+    socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
+}
+
+function logRequests(server: restify.Server, log: Logger): void {
+  server.on('after', (req: GatewayRequest, res: restify.Response) => {
+    log.info({
+      requestId: req.requestId,
+      method: req.method,
+      path: req.getPath(),
+      status: res.statusCode,
+      ms: Math.round(Date.now() - req.time()),
+      keyId: req.caller?.id,
+    }, 'request');
+  });
+}
+
+export async function startGateway(config: Config, log: Logger, databaseUrl: string): Promise<Gateway> {
+  const tls = await loadCertificate(config);
+  const pool = createPool(config, log, databaseUrl);
+  const workers = createWorkerPool(config, databaseUrl);
+  let httpsPort = config.httpsPort;
+
+  const server = restify.createServer({
+    name: '',
+    log: log as never,
+    httpsServerOptions: { cert: tls.cert, key: tls.key },
+    handleUncaughtExceptions: false,
+  });
+  answerMalformedHttp(server);
+  logRequests(server, log);
+
+  const pre: Handler[] = [requestId(config.trustProxy)];
+  if (config.trustProxy) pre.push(redirectForwardedHttp(config.host));
+  pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, log));
+  for (const handler of pre) server.pre(handler as never);
+
+  for (const route of ROUTES) {
+    const chain: Handler[] = [requireScope(route.scope), route.op ? dispatch(workers, route.op, log) : notImplemented()];
+    const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[route.method];
+    register.call(server, route.path, ...(chain as never[]));
+  }
+  for (const [path, handler] of Object.entries(health(pool))) server.get(path, handler as never);
+
+  // Step 5 and 6: the router's own refusals, in the contract's words.
+  server.on('NotFound', (_req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {
+    sendGatewayNotFound(res);
+    done();
+  });
+  server.on('MethodNotAllowed', (_req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {
+    res.removeHeader('Allow');
+    sendError(res, errors.unprocessable());
+    done();
+  });
+  server.on('restifyError', (req: GatewayRequest, res: restify.Response, err: Error, done: () => void) => {
+    if (!res.headersSent) {
+      if (!(err instanceof ApiError)) log.error({ requestId: req.requestId, err: { name: err.name, message: err.message } }, 'unexpected gateway error');
+      sendError(res, err instanceof ApiError ? err : errors.internal());
+    }
+    done();
+  });
+
+  const redirect = restify.createServer({ name: '', log: log as never, handleUncaughtExceptions: false });
+  redirect.pre(requestId(config.trustProxy) as never, redirectAll(config.host, () => httpsPort) as never);
+  answerMalformedHttp(redirect);
+
+  httpsPort = await listen(server, config.httpsPort, config.host);
+  const httpPort = await listen(redirect, config.httpPort, config.host);
+  log.info({ https: `https://${config.host}:${httpsPort}`, http: `http://${config.host}:${httpPort}`, threads: config.workerThreads }, 'gateway listening');
+
+  return {
+    httpsPort,
+    httpPort,
+    async stop() {
+      const closed = Promise.all([
+        new Promise<void>((resolve) => server.close(() => resolve())),
+        new Promise<void>((resolve) => redirect.close(() => resolve())),
+      ]);
+      // Keep-alive connections with nothing in flight would hold close() open.
+      server.server.closeIdleConnections?.();
+      redirect.server.closeIdleConnections?.();
+      const timer = setTimeout(() => {
+        server.server.closeAllConnections?.();
+        redirect.server.closeAllConnections?.();
+      }, CLOSE_GRACE_MS);
+      await closed;
+      clearTimeout(timer);
+      await workers.destroy();
+      await pool.end();
+    },
+  };
+}
+

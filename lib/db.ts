@@ -1,0 +1,51 @@
+// All database access goes through here: one pool per process or thread, named queries from
+// sql/queries (prepared once per connection), and transactions that may enqueue jobs.
+import pg from 'pg';
+import type { Config } from './config.ts';
+import { errorFields, type Logger } from './log.ts';
+import { queryText } from './sql-files.ts';
+
+// int8 (counts, Unix seconds) as numbers: every value we read fits well inside 2^53.
+pg.types.setTypeParser(20, (value: string) => Number(value));
+
+export function createPool(config: Config, log: Logger, connectionString: string, max = config.dbPoolSize): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    connectionTimeoutMillis: config.dbConnectTimeoutMs,
+    statement_timeout: config.dbStatementTimeoutMs,
+    // The client-side bound covers a server that accepted the connection and then went silent.
+    query_timeout: config.dbStatementTimeoutMs + 1000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its connection (database restart) must not crash the process.
+  pool.on('error', (err) => log.warn({ err: errorFields(err) }, 'idle database client failed'));
+  return pool;
+}
+
+export interface Queryable {
+  query(config: pg.QueryConfig): Promise<pg.QueryResult>;
+}
+
+/** Runs sql/queries/<name>.sql with bound values, as a prepared statement named after the file. */
+export async function run<T extends object = Record<string, unknown>>(db: Queryable, name: string, values: unknown[] = []): Promise<T[]> {
+  const result = await db.query({ name, text: queryText(name), values });
+  return result.rows as T[];
+}
+
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    const value = await fn(client);
+    await client.query('COMMIT');
+    return value;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => { broken = true; });
+    throw err;
+  } finally {
+    // A client whose ROLLBACK failed has a dead or confused connection: destroy, do not reuse.
+    client.release(broken);
+  }
+}

@@ -1,0 +1,55 @@
+// pg-boss: queue names, their options, and the instances each kind of process needs.
+import { PgBoss } from 'pg-boss';
+import type pg from 'pg';
+import { errorFields, type Logger } from './log.ts';
+
+export const QUEUES = {
+  /** One job per change; the worker writes the event. Notify: an event is readable within ms. */
+  auditWrite: 'audit.write',
+  /** Scheduled every minute: marks keys past expires_at `expired` and records `key.expired`. */
+  keyExpire: 'key.expire',
+} as const;
+
+const QUEUE_OPTIONS: Record<string, object> = {
+  [QUEUES.auditWrite]: { notify: true, retryLimit: 10, retryDelay: 1, retryBackoff: true },
+  [QUEUES.keyExpire]: { retryLimit: 2, retryDelay: 5 },
+};
+
+export const KEY_EXPIRE_CRON = '* * * * *';
+
+/** pg-boss's view of a pool or a transaction's client. */
+export function bossDb(client: Pick<pg.Pool | pg.ClientBase, 'query'>) {
+  return { executeSql: (text: string, values?: unknown[]) => client.query(text, values) };
+}
+
+function watch(boss: PgBoss, log: Logger): PgBoss {
+  boss.on('error', (err: Error) => log.error({ err: errorFields(err) }, 'pg-boss error'));
+  boss.on('warning', (warning: unknown) => log.warn({ warning }, 'pg-boss warning'));
+  return boss;
+}
+
+/** For producers (web threads, the workspace CLI): sends jobs over the given pool, runs nothing. */
+export async function startProducer(pool: pg.Pool, log: Logger): Promise<PgBoss> {
+  const boss = watch(new PgBoss({ db: bossDb(pool), migrate: false, supervise: false, schedule: false }), log);
+  await boss.start();
+  return boss;
+}
+
+/** For the `worker` process: supervision, cron and LISTEN/NOTIFY wake-ups. */
+export async function startConsumer(connectionString: string, log: Logger): Promise<PgBoss> {
+  const boss = watch(new PgBoss({ connectionString, max: 6, migrate: false, supervise: true, schedule: true, useListenNotify: true }), log);
+  await boss.start();
+  return boss;
+}
+
+/** Release step: pg-boss's own schema, our queues and schedules. Safe to run concurrently and again. */
+export async function migrateJobs(connectionString: string, log: Logger): Promise<void> {
+  const boss = watch(new PgBoss({ connectionString, max: 2, migrate: true, supervise: false, schedule: false }), log);
+  await boss.start();
+  try {
+    for (const [name, options] of Object.entries(QUEUE_OPTIONS)) await boss.createQueue(name, options);
+    await boss.schedule(QUEUES.keyExpire, KEY_EXPIRE_CRON);
+  } finally {
+    await boss.stop({ graceful: false });
+  }
+}

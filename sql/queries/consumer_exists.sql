@@ -1,0 +1,1 @@
+SELECT id, status FROM consumers WHERE id = $1

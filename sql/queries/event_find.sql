@@ -1,0 +1,3 @@
+SELECT id, type_id, type_name, related_table, related_id, origin, ip_address, details, created_at
+FROM event_view
+WHERE id = $1 AND project_id = $2

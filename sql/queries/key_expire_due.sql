@@ -1,0 +1,12 @@
+-- Keys whose expiry has passed, marked in one statement; SKIP LOCKED lets two workers share it.
+UPDATE api_keys k
+SET status = 'expired', updated_at = now_seconds()
+FROM (
+  SELECT id FROM api_keys
+  WHERE status = 'activated' AND expires_at IS NOT NULL AND expires_at <= now()
+  ORDER BY expires_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+) due
+WHERE k.id = due.id
+RETURNING k.id, k.project_id, unix_seconds(k.expires_at) AS expires_at, unix_seconds(k.updated_at) AS updated_at

@@ -1,0 +1,1 @@
+SELECT count(*) AS total FROM projects

@@ -1,0 +1,1 @@
+SELECT id, status FROM projects WHERE id = $1

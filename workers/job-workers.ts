@@ -1,0 +1,44 @@
+// The `worker` process's work: pg-boss handlers for the audit trail and key expiry.
+import type pg from 'pg';
+import { writeEvent, type AuditJob } from '../domain/audit.ts';
+import { expireDueKeys } from '../domain/keys.ts';
+import type { Config } from '../lib/config.ts';
+import { createPool } from '../lib/db.ts';
+import { QUEUES, startConsumer } from '../lib/jobs.ts';
+import type { Logger } from '../lib/log.ts';
+
+export interface JobWorkers {
+  stop(): Promise<void>;
+}
+
+/** Audit jobs are fetched in batches so a burst of changes costs few round trips. */
+const AUDIT_BATCH_SIZE = 50;
+const AUDIT_CONCURRENCY = 2;
+
+export async function startJobWorkers(config: Config, log: Logger, databaseUrl: string): Promise<JobWorkers> {
+  const pool: pg.Pool = createPool(config, log, databaseUrl, 4);
+  const boss = await startConsumer(databaseUrl, log);
+  const services = { pool, boss, log };
+
+  await boss.work<AuditJob>(QUEUES.auditWrite, {
+    batchSize: AUDIT_BATCH_SIZE,
+    localConcurrency: AUDIT_CONCURRENCY,
+    pollingIntervalSeconds: 0.5,
+  }, async (jobs) => {
+    for (const job of jobs) await writeEvent(pool, job.data);
+  });
+
+  await boss.work(QUEUES.keyExpire, async () => {
+    const expired = await expireDueKeys(services);
+    if (expired > 0) log.info({ expired }, 'keys expired');
+  });
+
+  log.info('job workers started');
+  return {
+    async stop() {
+      // Graceful: jobs in hand finish (or go back to the queue) before the pool closes.
+      await boss.stop({ graceful: true, timeout: 8000 });
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,16 @@
+// The operations a worker thread can run, by the name the gateway's route table gives them.
+import * as events from '../domain/events.ts';
+import * as keys from '../domain/keys.ts';
+import type { DomainRequest, DomainResult } from '../domain/requests.ts';
+import type { Services } from '../domain/services.ts';
+
+type Operation = (services: Services, req: DomainRequest) => Promise<DomainResult>;
+
+export const OPERATIONS: Readonly<Record<string, Operation>> = {
+  'key.list': keys.listKeys,
+  'key.get': keys.getKey,
+  'key.create': keys.createKey,
+  'key.revoke': keys.revokeKey,
+  'event.list': events.listEvents,
+  'event.get': events.getEvent,
+};
