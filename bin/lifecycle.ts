@@ -3,6 +3,12 @@ import { readConfig, type Config } from '../lib/config.ts';
 import { openDatabase } from '../lib/database.ts';
 import { createLogger, errorFields, type Logger } from '../lib/log.ts';
 
+/** Asynchronous log lines still buffered would be lost to a bare process.exit. */
+function exit(log: Logger, code: number): void {
+  log.flush(() => process.exit(code));
+  setTimeout(() => process.exit(code), 1000).unref();
+}
+
 export interface Running {
   stop(): Promise<void>;
 }
@@ -15,7 +21,7 @@ export async function runProcess(
   start: (config: Config, log: Logger, databaseUrl: string) => Promise<Running[]>,
 ): Promise<void> {
   const config = readConfig();
-  const log = createLogger(config.logLevel, name);
+  const log = createLogger(config.logLevel, name, config.logFile);
   let stopping = false;
   try {
     const database = await openDatabase(config, log);
@@ -23,7 +29,7 @@ export async function runProcess(
     if (parts.length === 0) {
       // A one-shot step (release): done once start returns.
       await database.release();
-      process.exit(0);
+      return exit(log, 0);
     }
     const shutdown = async (signal: string) => {
       if (stopping) return;
@@ -35,12 +41,12 @@ export async function runProcess(
       }, SHUTDOWN_DEADLINE_MS).unref();
       for (const part of parts) await part.stop().catch((err) => log.error({ err: errorFields(err) }, 'stop failed'));
       await database.release().catch((err) => log.error({ err: errorFields(err) }, 'database stop failed'));
-      process.exit(0);
+      exit(log, 0);
     };
     process.on('SIGTERM', () => void shutdown('SIGTERM'));
     process.on('SIGINT', () => void shutdown('SIGINT'));
   } catch (err) {
     log.fatal({ err: errorFields(err) }, 'could not start');
-    process.exit(1);
+    exit(log, 1);
   }
 }

@@ -15,6 +15,8 @@ export interface Config {
   /** Honour X-Forwarded-Proto / X-Forwarded-For from a TLS-terminating proxy. */
   trustProxy: boolean;
   logLevel: string;
+  /** Append logs to this file instead of stdout. */
+  logFile: string | undefined;
   workerThreads: number;
   /** Tasks one piscina thread runs at once: handlers wait on the database, not the CPU. */
   tasksPerThread: number;
@@ -25,8 +27,8 @@ export interface Config {
   dbStatementTimeoutMs: number;
 }
 
-function int(name: string, fallback: number): number {
-  const raw = process.env[name];
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
@@ -38,21 +40,22 @@ export function readConfig(env = process.env): Config {
   return Object.freeze({
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir,
-    embeddedPgPort: int('EMBEDDED_PG_PORT', 54329),
+    embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 54329),
     host: env.HOST || '127.0.0.1',
-    httpsPort: int('PORT', 8443),
-    httpPort: int('HTTP_PORT', 8080),
+    httpsPort: int(env, 'PORT', 8443),
+    httpPort: int(env, 'HTTP_PORT', 8080),
     tlsCertFile: env.TLS_CERT_FILE || undefined,
     tlsKeyFile: env.TLS_KEY_FILE || undefined,
     trustProxy: env.TRUST_PROXY === 'true',
     logLevel: env.LOG_LEVEL || 'info',
+    logFile: env.LOG_FILE || undefined,
     // Two cores here: one thread beside the main thread keeps both busy without thrashing.
-    workerThreads: Math.max(1, int('WORKER_THREADS', 2)),
-    tasksPerThread: Math.max(1, int('TASKS_PER_THREAD', 16)),
-    maxQueuedTasks: int('MAX_QUEUED_TASKS', 512),
-    dbPoolSize: Math.max(1, int('DB_POOL_SIZE', 8)),
+    workerThreads: Math.max(1, int(env, 'WORKER_THREADS', 2)),
+    tasksPerThread: Math.max(1, int(env, 'TASKS_PER_THREAD', 16)),
+    maxQueuedTasks: int(env, 'MAX_QUEUED_TASKS', 512),
+    dbPoolSize: Math.max(1, int(env, 'DB_POOL_SIZE', 8)),
     // A database that does not answer must become a 503 quickly, never a hang.
-    dbConnectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', 2000),
-    dbStatementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 5000),
+    dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 2000),
+    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 5000),
   });
 }

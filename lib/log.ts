@@ -6,8 +6,12 @@ const REDACT_PATHS = [
   'key', '*.key', 'secret', '*.secret', 'secret_hash', '*.secret_hash', 'password', '*.password',
 ];
 
-export function createLogger(level: string, name: string): Logger {
-  return pino({ name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
+/**
+ * JSON lines on stdout; on stderr (fd 2) for a command whose stdout is its answer; or appended to
+ * a file (LOG_FILE), which is how tests read what the service logged.
+ */
+export function createLogger(level: string, name: string, destination: 1 | 2 | string = 1): Logger {
+  return pino({ name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, pino.destination({ dest: destination, sync: false }));
 }
 
 export type { Logger };

@@ -16,7 +16,7 @@ export interface PoolWorkerData {
 }
 
 const { config, databaseUrl } = workerData as PoolWorkerData;
-const log = createLogger(config.logLevel, 'web-worker');
+const log = createLogger(config.logLevel, 'web-worker', config.logFile);
 const pool = createPool(config, log, databaseUrl, Math.max(2, Math.ceil(config.dbPoolSize / config.workerThreads)));
 let services: Promise<Services> | undefined;
 

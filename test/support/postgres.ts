@@ -1,0 +1,59 @@
+// One PostgreSQL for the whole run: DATABASE_URL if given, else Testcontainers where a container
+// engine answers, else the embedded server. The run says which one it used.
+import { chmodSync, mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startEmbedded } from '../../lib/embedded-db.ts';
+import type { Logger } from '../../lib/log.ts';
+
+export interface TestPostgres {
+  kind: 'DATABASE_URL' | 'Testcontainers' | 'embedded';
+  /** A database URL with the rights to create databases. */
+  adminUrl: string;
+  stop(): Promise<void>;
+}
+
+const CONTAINER_PROBE_MS = 5000;
+const CONTAINER_IMAGE = 'postgres:17-alpine';
+// A throwaway cluster: durability buys nothing and costs every test time.
+const THROWAWAY_FLAGS = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function containerEngineAnswers(): Promise<boolean> {
+  try {
+    const { getContainerRuntimeClient } = await import('testcontainers');
+    const probe = getContainerRuntimeClient().then(() => true, () => false);
+    const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), CONTAINER_PROBE_MS).unref());
+    return await Promise.race([probe, timeout]);
+  } catch {
+    return false;
+  }
+}
+
+export async function startTestPostgres(log: Logger): Promise<TestPostgres> {
+  if (process.env.DATABASE_URL) {
+    return { kind: 'DATABASE_URL', adminUrl: process.env.DATABASE_URL, stop: async () => {} };
+  }
+  if (await containerEngineAnswers()) {
+    const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+    const container = await new PostgreSqlContainer(CONTAINER_IMAGE).withCommand(['postgres', ...THROWAWAY_FLAGS]).start();
+    return { kind: 'Testcontainers', adminUrl: container.getConnectionUri(), stop: async () => { await container.stop(); } };
+  }
+  const parent = mkdtempSync(path.join(tmpdir(), 'pms-test-'));
+  // As root the server runs as another user, which must be able to reach its data directory.
+  chmodSync(parent, 0o755);
+  const dir = path.join(parent, 'pg');
+  const server = await startEmbedded({ dir, port: await freePort(), log, flags: THROWAWAY_FLAGS, persistent: false });
+  return { kind: 'embedded', adminUrl: server.url('postgres'), stop: () => server.stop() };
+}

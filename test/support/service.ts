@@ -1,0 +1,202 @@
+// A test file's own service: a database cloned from the migrated template, the real gateway on
+// loopback HTTPS (port 0), its worker pool, and (unless told not to) the pg-boss job workers.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import http from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { createProject } from '../../domain/projects.ts';
+import type { Services } from '../../domain/services.ts';
+import { startGateway, type Gateway } from '../../gateway/server.ts';
+import { readConfig, type Config } from '../../lib/config.ts';
+import { createPool } from '../../lib/db.ts';
+import { startProducer } from '../../lib/jobs.ts';
+import { createLogger } from '../../lib/log.ts';
+import { startJobWorkers, type JobWorkers } from '../../workers/job-workers.ts';
+
+export interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  /** The parsed JSON body (undefined when the body is not JSON). */
+  body: any;
+}
+
+export interface RequestOptions {
+  key?: string;
+  /** An object is sent as JSON; a string or Buffer as it is. */
+  body?: unknown;
+  headers?: Record<string, string | number>;
+}
+
+export interface TestProject {
+  projectId: string;
+  consumerId: string;
+  keyId: string;
+  key: string;
+}
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the tests with \`npm test\` (test/run.ts)`);
+  return value;
+}
+
+export function databaseUrl(database: string): string {
+  const u = new URL(env('TEST_PG_ADMIN_URL'));
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+/** A fresh database cloned from the migrated template. */
+export async function createTestDatabase(): Promise<string> {
+  const name = `pms_t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: env('TEST_PG_ADMIN_URL') });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${env('TEST_TEMPLATE_DB')}`);
+  } finally {
+    await admin.end();
+  }
+  return databaseUrl(name);
+}
+
+export interface ServiceOptions {
+  /** Start the pg-boss job workers too (default true). */
+  jobWorkers?: boolean;
+  /** Override the database URL the gateway uses (e.g. an unreachable one). */
+  databaseUrl?: string;
+  env?: Record<string, string>;
+}
+
+export class TestService {
+  readonly config: Config;
+  readonly db: pg.Pool;
+  readonly services: Services;
+  readonly baseUrl: string;
+  readonly httpUrl: string;
+  readonly logFile: string;
+  readonly databaseUrl: string;
+  private readonly gateway: Gateway;
+  private readonly workers: JobWorkers | undefined;
+  private readonly agent: https.Agent;
+
+  private constructor(fields: {
+    config: Config; db: pg.Pool; services: Services; gateway: Gateway; workers: JobWorkers | undefined;
+    logFile: string; databaseUrl: string;
+  }) {
+    this.config = fields.config;
+    this.db = fields.db;
+    this.services = fields.services;
+    this.gateway = fields.gateway;
+    this.workers = fields.workers;
+    this.logFile = fields.logFile;
+    this.databaseUrl = fields.databaseUrl;
+    this.baseUrl = `https://127.0.0.1:${this.gateway.httpsPort}`;
+    this.httpUrl = `http://127.0.0.1:${this.gateway.httpPort}`;
+    this.agent = new https.Agent({ keepAlive: true, ca: readFileSync(this.config.tlsCertFile!) });
+  }
+
+  static async start(options: ServiceOptions = {}): Promise<TestService> {
+    const url = await createTestDatabase();
+    const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'pms-log-')), 'service.log');
+    const config = readConfig({
+      HOST: '127.0.0.1',
+      PORT: '0',
+      HTTP_PORT: '0',
+      TLS_CERT_FILE: env('TEST_TLS_CERT_FILE'),
+      TLS_KEY_FILE: env('TEST_TLS_KEY_FILE'),
+      LOG_LEVEL: 'info',
+      LOG_FILE: logFile,
+      WORKER_THREADS: '1',
+      DB_POOL_SIZE: '4',
+      ...options.env,
+    });
+    const log = createLogger(config.logLevel, 'test', logFile);
+    const db = createPool(config, log, url, 4);
+    const services: Services = { pool: db, boss: await startProducer(db, log), log };
+    const workers = options.jobWorkers === false ? undefined : await startJobWorkers(config, log, url);
+    const gateway = await startGateway(config, log, options.databaseUrl ?? url);
+    return new TestService({ config, db, services, gateway, workers, logFile, databaseUrl: url });
+  }
+
+  async stop(): Promise<void> {
+    this.agent.destroy();
+    await this.gateway.stop();
+    await this.workers?.stop();
+    await this.services.boss.stop({ graceful: false });
+    await this.db.end();
+  }
+
+  /** A project made the way the workspace command line makes one. */
+  async createProject(name = 'Test project'): Promise<TestProject> {
+    const made = await createProject(this.services, { origin: 'workspace', ip: '127.0.0.1' }, name);
+    return { projectId: made.project.id, consumerId: made.consumer.id, keyId: made.key.id, key: made.key.key };
+  }
+
+  request(method: string, pathAndQuery: string, options: RequestOptions = {}): Promise<Reply> {
+    const headers: Record<string, string | number> = { ...options.headers };
+    if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
+    let payload: Buffer | undefined;
+    if (options.body !== undefined) {
+      payload = Buffer.isBuffer(options.body) ? options.body
+        : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
+      if (headers['content-type'] === undefined) headers['content-type'] = 'application/json';
+      if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) headers['content-length'] = payload.length;
+    }
+    return send(https.request(new URL(pathAndQuery, this.baseUrl), { method, headers, agent: this.agent }), payload);
+  }
+
+  /** The same request over the plain-HTTP listener. */
+  plainRequest(method: string, pathAndQuery: string, headers: Record<string, string> = {}): Promise<Reply> {
+    return send(http.request(new URL(pathAndQuery, this.httpUrl), { method, headers }), undefined);
+  }
+
+  /** Waits until the project holds `count` events (the audit worker runs asynchronously). */
+  async waitForEvents(projectId: string, count: number, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { rows } = await this.db.query('SELECT count(*)::int AS n FROM events WHERE project_id = $1', [projectId]);
+      if (rows[0].n >= count) return;
+      if (Date.now() > deadline) throw new Error(`project ${projectId} has ${rows[0].n} events, wanted ${count}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  /** Waits until no audit job is pending or running. */
+  async waitForJobsDrained(timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { rows } = await this.db.query(
+        "SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'audit.write' AND state IN ('created', 'retry', 'active')");
+      if (rows[0].n === 0) return;
+      if (Date.now() > deadline) throw new Error(`${rows[0].n} audit jobs still pending`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  logText(): string {
+    return readFileSync(this.logFile, 'utf8');
+  }
+}
+
+function send(req: http.ClientRequest, payload: Buffer | undefined): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown;
+        try { body = JSON.parse(text); } catch { body = undefined; }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
