@@ -15,6 +15,7 @@ export async function createProject(services: Services, actor: Actor, name: stri
     await run(tx.client, 'consumer_insert', [consumerId, name]);
     const [project] = await run<{ id: string; created_at: number }>(tx.client, 'project_insert', [projectId, name]);
     await run(tx.client, 'membership_insert', [projectId, consumerId, 'owner']);
+    await run(tx.client, 'plan_insert', [projectId]);
     await recordEvent(tx, actor, {
       projectId,
       type: 'project.created',

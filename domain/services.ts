@@ -14,15 +14,15 @@ export interface Services {
 /** A change in progress: its transaction's client, and a way to enqueue jobs inside it. */
 export interface Tx {
   client: pg.PoolClient;
-  send(queue: string, data: object): Promise<void>;
+  send(queue: string, data: object, options?: { singletonKey?: string }): Promise<void>;
 }
 
 /** Runs one change in one transaction; jobs it sends commit or roll back with it. */
 export function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
   return withTransaction(services.pool, (client) => fn({
     client,
-    async send(queue, data) {
-      await services.boss.send(queue, data, { db: bossDb(client) });
+    async send(queue, data, options = {}) {
+      await services.boss.send(queue, data, { ...options, db: bossDb(client) });
     },
   }));
 }

@@ -23,6 +23,11 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/key', scope: 'key:write', op: 'key.create' },
   { method: 'GET', path: '/v1/key/:key_id', scope: 'key:read', op: 'key.get' },
   { method: 'DELETE', path: '/v1/key/:key_id', scope: 'key:write', op: 'key.revoke' },
+  { method: 'POST', path: '/v1/app/create', scope: 'app:write', op: 'app.create' },
+  { method: 'GET', path: '/v1/app/list', scope: 'app:read', op: 'app.list' },
+  { method: 'GET', path: '/v1/app/detail/:app_id', scope: 'app:read', op: 'app.get' },
+  { method: 'PATCH', path: '/v1/app/detail/:app_id', scope: 'app:write', op: 'app.update' },
+  { method: 'DELETE', path: '/v1/app/detail/:app_id', scope: 'app:write', op: 'app.delete' },
   { method: 'GET', path: '/v1/event', scope: 'event:read', op: 'event.list' },
   { method: 'GET', path: '/v1/event/:event_id', scope: 'event:read', op: 'event.get' },
   ...['run', 'file', 'team', 'feedback', 'catalog'].flatMap((resource) => [

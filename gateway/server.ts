@@ -28,8 +28,13 @@ export interface Gateway {
 
 /** Bounds how long a graceful close waits for requests already accepted. */
 const CLOSE_GRACE_MS = 8000;
+/** A client that trickles its headers or body is cut off rather than holding a socket for minutes. */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
 
 function listen(server: restify.Server, port: number, host: string): Promise<number> {
+  server.server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.server.requestTimeout = REQUEST_TIMEOUT_MS;
   return new Promise((resolve, reject) => {
     server.server.once('error', reject);
     server.listen(port, host, () => {

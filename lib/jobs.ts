@@ -8,11 +8,17 @@ export const QUEUES = {
   auditWrite: 'audit.write',
   /** Scheduled every minute: marks keys past expires_at `expired` and records `key.expired`. */
   keyExpire: 'key.expire',
+  /** Reported by the run engine: { run_id, app_id, project_id, status, tokens }. */
+  runFinished: 'run.finished',
+  /** Recomputes one (app, project)'s totals; at most one queued and one active per pair. */
+  appTotals: 'app.totals',
 } as const;
 
 const QUEUE_OPTIONS: Record<string, object> = {
   [QUEUES.auditWrite]: { notify: true, retryLimit: 10, retryDelay: 1, retryBackoff: true },
   [QUEUES.keyExpire]: { retryLimit: 2, retryDelay: 5 },
+  [QUEUES.runFinished]: { notify: true, retryLimit: 10, retryDelay: 1, retryBackoff: true },
+  [QUEUES.appTotals]: { policy: 'stately', notify: true, retryLimit: 10, retryDelay: 1, retryBackoff: true },
 };
 
 export const KEY_EXPIRE_CRON = '* * * * *';

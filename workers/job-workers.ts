@@ -2,6 +2,7 @@
 import type pg from 'pg';
 import { writeEvent, type AuditJob } from '../domain/audit.ts';
 import { expireDueKeys } from '../domain/keys.ts';
+import { invalidRunReport, recomputeTotals, storeRun, type RunFinished, type TotalsJob } from '../domain/runs.ts';
 import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/db.ts';
 import { QUEUES, startConsumer } from '../lib/jobs.ts';
@@ -26,6 +27,19 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
     pollingIntervalSeconds: 0.5,
   }, async (jobs) => {
     for (const job of jobs) await writeEvent(pool, job.data);
+  });
+
+  await boss.work<RunFinished>(QUEUES.runFinished, { batchSize: 20, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+    for (const job of jobs) {
+      const invalid = invalidRunReport(job.data);
+      // A malformed report can never be stored; retrying it would only repeat the failure.
+      if (invalid) log.error({ jobId: job.id, field: invalid }, 'run report refused');
+      else await storeRun(services, job.data);
+    }
+  });
+
+  await boss.work<TotalsJob>(QUEUES.appTotals, { batchSize: 10, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+    for (const job of jobs) await recomputeTotals(services, job.data);
   });
 
   await boss.work(QUEUES.keyExpire, async () => {

@@ -1,4 +1,5 @@
 // The operations a worker thread can run, by the name the gateway's route table gives them.
+import * as apps from '../domain/apps.ts';
 import * as events from '../domain/events.ts';
 import * as keys from '../domain/keys.ts';
 import type { DomainRequest, DomainResult } from '../domain/requests.ts';
@@ -11,6 +12,11 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   'key.get': keys.getKey,
   'key.create': keys.createKey,
   'key.revoke': keys.revokeKey,
+  'app.create': apps.createApp,
+  'app.list': apps.listApps,
+  'app.get': apps.getApp,
+  'app.update': apps.updateApp,
+  'app.delete': apps.deleteApp,
   'event.list': events.listEvents,
   'event.get': events.getEvent,
 };

@@ -1,0 +1,310 @@
+// The apps resource (api.md 4.2): create, list, detail, edit (name, description, publish) and
+// soft delete, with the plan checked before anything else is done.
+import { isId, newId } from '../lib/ids.ts';
+import { run, type Queryable } from '../lib/db.ts';
+import { recordEvent } from './audit.ts';
+import { catalog, IMAGE_DATA_TYPE_ID, resolveCategory, type Catalog } from './catalog.ts';
+import { errors } from './errors.ts';
+import { list, ok, paging, type DomainRequest, type DomainResult } from './requests.ts';
+import { change, type Services } from './services.ts';
+
+const NAME_MAX_CHARS = 200;
+const DESCRIPTION_MAX_CHARS = 2000;
+const DEFAULT_CATEGORY = 'general';
+const CATEGORY_ALIASES = ['category', 'task_type', 'model_task_type'] as const;
+
+interface NewDataField {
+  id: string;
+  /** The type as the caller sent it: a name or an identifier. */
+  sentType: string;
+  typeId: string;
+  name: string;
+  placeholder: string;
+  required: boolean;
+}
+
+interface NewInstruction {
+  id: string;
+  type: string;
+  instruction: string;
+}
+
+interface NewApp {
+  name: string;
+  description: string;
+  category: string;
+  data: NewDataField[];
+  instruction: NewInstruction[];
+  status: 'draft' | 'activated';
+  type: 'private' | 'public';
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const nonEmptyString = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
+const chars = (value: string) => [...value].length;
+
+function requiredText(value: unknown, missing: () => Error, notString: () => Error, tooLong: () => Error, max: number): string {
+  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) throw missing();
+  if (typeof value !== 'string') throw notString();
+  if (chars(value) > max) throw tooLong();
+  return value;
+}
+
+function parseDataFields(data: unknown, types: Catalog): NewDataField[] {
+  if (!Array.isArray(data) || data.length === 0) throw errors.dataNotArray();
+  const fields = data.map((entry): NewDataField => {
+    if (!isObject(entry) || !nonEmptyString(entry.type) || !nonEmptyString(entry.name)) throw errors.dataFieldShape();
+    const placeholder = entry.placeholder ?? '';
+    if (typeof placeholder !== 'string') throw errors.dataFieldPlaceholder();
+    const required = entry.required ?? false;
+    if (typeof required !== 'boolean') throw errors.dataFieldRequiredFlag();
+    const typeId = types.dataTypeId(entry.type);
+    if (!typeId) throw errors.dataTypeUnknown();
+    return { id: newId('madi'), sentType: entry.type, typeId, name: entry.name, placeholder, required };
+  });
+  if (new Set(fields.map((f) => f.name)).size !== fields.length) throw errors.dataNamesUnique();
+  if (!fields.some((f) => f.required)) throw errors.dataNoneRequired();
+  return fields;
+}
+
+function parseInstructions(instruction: unknown, types: Catalog): NewInstruction[] {
+  if (!Array.isArray(instruction) || instruction.length === 0) throw errors.instructionNotArray();
+  return instruction.map((entry): NewInstruction => {
+    if (!isObject(entry)) throw errors.instructionShape();
+    const text = entry.instruction ?? entry.prompt;
+    if (!nonEmptyString(entry.type) || !nonEmptyString(text)) throw errors.instructionShape();
+    if (!types.isInstructionType(entry.type)) throw errors.instructionTypeUnknown();
+    return { id: newId('miid'), type: entry.type, instruction: text };
+  });
+}
+
+/** Validation in the order decisions.md lists it; the plan was checked before this runs. */
+function parseNewApp(body: Record<string, unknown>, types: Catalog): NewApp {
+  const name = requiredText(body.name, errors.appNameRequired, errors.appNameType, errors.appNameLength, NAME_MAX_CHARS);
+  const description = requiredText(body.description, errors.appDescriptionRequired, errors.appDescriptionType, errors.appDescriptionLength, DESCRIPTION_MAX_CHARS);
+  const sentCategory = CATEGORY_ALIASES.map((alias) => body[alias]).find((value) => value !== undefined && value !== null);
+  if (sentCategory !== undefined && typeof sentCategory !== 'string') throw errors.categoryUnknown();
+  const data = parseDataFields(body.data, types);
+  const instruction = parseInstructions(body.instruction, types);
+  const status = body.status ?? 'activated';
+  if (status !== 'draft' && status !== 'activated') throw errors.appStatus();
+  const type = body.type ?? 'private';
+  if (type !== 'private' && type !== 'public') throw errors.appType();
+  return { name, description, category: sentCategory ?? DEFAULT_CATEGORY, data, instruction, status, type };
+}
+
+async function checkPlan(db: Queryable, projectId: string): Promise<void> {
+  const [plan] = await run<{ custom_apps: boolean; app_limit: number; app_count: number }>(db, 'plan_lock', [projectId]);
+  if (!plan || !plan.custom_apps) throw errors.planNoCustomApps();
+  if (plan.app_count >= plan.app_limit) throw errors.planAppLimit();
+}
+
+export async function createApp(services: Services, req: DomainRequest): Promise<DomainResult> {
+  const projectId = req.caller.project_id;
+  const types = await catalog(services.pool);
+  const response = await change(services, async (tx) => {
+    await checkPlan(tx.client, projectId);
+    const app = parseNewApp(req.body, types);
+    const model = await resolveCategory(tx.client, app.category, app.data.some((f) => f.typeId === IMAGE_DATA_TYPE_ID));
+    if (model === 'unknown') throw errors.categoryUnknown();
+    if (model === 'no-image-model') throw errors.categoryNoImageModel();
+
+    const id = newId('mapp');
+    const [row] = await run<{ created_at: number }>(tx.client, 'app_insert',
+      [id, projectId, app.name, app.description, app.category, app.type, app.status, model.modelId, model.buildId]);
+    await run(tx.client, 'app_data_fields_insert', [id, app.data.map((f) => f.id), app.data.map((_, i) => i),
+      app.data.map((f) => f.name), app.data.map((f) => f.typeId), app.data.map((f) => f.placeholder), app.data.map((f) => f.required)]);
+    await run(tx.client, 'app_instructions_insert', [id, app.instruction.map((i) => i.id), app.instruction.map((_, i) => i),
+      app.instruction.map((i) => i.type), app.instruction.map((i) => i.instruction)]);
+    await recordEvent(tx, { origin: 'api', ip: req.ip }, {
+      projectId,
+      type: 'app.created',
+      related: { table: 'app', id },
+      details: { name: app.name, category: app.category, type: app.type, status: app.status, model: model.modelId },
+      at: row!.created_at,
+    });
+    return {
+      id,
+      object: 'app',
+      name: app.name,
+      description: app.description,
+      category: app.category,
+      model: model.modelId,
+      model_library: model.buildId,
+      status: app.status,
+      created_at: row!.created_at,
+      data: Object.fromEntries(app.data.map((f) => [f.id, { type: f.sentType, value: f.name, placeholder: f.placeholder, required: f.required }])),
+      instruction: Object.fromEntries(app.instruction.map((i) => [i.id, { type: i.type, instruction: i.instruction }])),
+    };
+  });
+  return ok(response);
+}
+
+interface AppListRow {
+  id: string; name: string; description: string; type: string; status: string;
+  model_id: string; model_build_id: string; runs_private: number; runs_public: number;
+  tokens: { input: number; output: number; total: number } | null; created_at: number; updated_at: number;
+}
+
+export async function listApps(services: Services, req: DomainRequest): Promise<DomainResult> {
+  const { limit, offset } = paging(req.query);
+  const projectId = req.caller.project_id;
+  const [rows, [count]] = await Promise.all([
+    run<AppListRow>(services.pool, 'app_list', [projectId, limit, offset]),
+    run<{ total: number }>(services.pool, 'app_count', [projectId]),
+  ]);
+  return ok(list(rows.map((row) => ({
+    id: row.id,
+    object: 'app',
+    name: row.name,
+    description: row.description,
+    type: row.type,
+    status: row.status,
+    model: row.model_id,
+    model_library: row.model_build_id,
+    runs: { private: row.runs_private, public: row.runs_public },
+    tokens: row.tokens,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  })), count!.total));
+}
+
+interface AppDetailRow extends AppListRow {
+  logo: string;
+  data: unknown[];
+  instruction: unknown[] | null;
+}
+
+function appIdParam(req: DomainRequest): string {
+  const id = req.params.app_id ?? '';
+  if (!isId('mapp', id)) throw errors.appNotFound();
+  return id;
+}
+
+export async function getApp(services: Services, req: DomainRequest): Promise<DomainResult> {
+  const [row] = await run<AppDetailRow>(services.pool, 'app_find_readable', [appIdParam(req), req.caller.project_id]);
+  if (!row) throw errors.appNotFound();
+  return ok({
+    id: row.id,
+    object: 'app',
+    name: row.name,
+    description: row.description,
+    type: row.type,
+    status: row.status,
+    logo: row.logo,
+    model: row.model_id,
+    model_library: row.model_build_id,
+    data: row.data,
+    instruction: row.instruction,
+    runs: { private: row.runs_private, public: row.runs_public },
+    tokens: row.tokens,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  });
+}
+
+interface AppEdit {
+  name?: string;
+  description?: string;
+  type?: 'private' | 'public';
+}
+
+function parseEdit(body: Record<string, unknown>): AppEdit {
+  const { name, description, type } = body;
+  if (name === undefined && description === undefined && type === undefined) throw errors.nothingToUpdate();
+  const edit: AppEdit = {};
+  if (name !== undefined) {
+    if (typeof name !== 'string') throw errors.appNameType();
+    if (name.trim() === '') throw errors.appNameEmpty();
+    if (chars(name) > NAME_MAX_CHARS) throw errors.appNameLength();
+    edit.name = name;
+  }
+  if (description !== undefined) {
+    if (typeof description !== 'string') throw errors.appDescriptionType();
+    if (description.trim() === '') throw errors.appDescriptionEmpty();
+    if (chars(description) > DESCRIPTION_MAX_CHARS) throw errors.appDescriptionLength();
+    edit.description = description;
+  }
+  if (type !== undefined) {
+    if (type !== 'private' && type !== 'public') throw errors.appType();
+    edit.type = type;
+  }
+  return edit;
+}
+
+interface LockedApp {
+  id: string; name: string; description: string; type: 'private' | 'public'; status: string;
+  logo_file_id: string | null; has_image_logo: boolean;
+}
+
+interface AppSummaryRow {
+  id: string; name: string; description: string; type: string; status: string;
+  model_id: string; model_build_id: string; created_at: number; updated_at: number;
+}
+
+export async function updateApp(services: Services, req: DomainRequest): Promise<DomainResult> {
+  const id = appIdParam(req);
+  const edit = parseEdit(req.body);
+  const projectId = req.caller.project_id;
+  const actor = { origin: 'api' as const, ip: req.ip };
+  const row = await change(services, async (tx) => {
+    const [app] = await run<LockedApp>(tx.client, 'app_lock_own', [id, projectId]);
+    if (!app) throw errors.appNotFound();
+    const publishing = edit.type === 'public' && app.type !== 'public';
+    if (publishing && app.status !== 'activated') throw errors.publishNeedsActivation();
+    if (publishing && !app.has_image_logo) throw errors.publishNeedsImageLogo();
+
+    const changes: Record<string, { from: string; to: string }> = {};
+    for (const field of ['name', 'description'] as const) {
+      const to = edit[field];
+      if (to !== undefined && to !== app[field]) changes[field] = { from: app[field], to };
+    }
+    const typeChanged = edit.type !== undefined && edit.type !== app.type;
+    if (Object.keys(changes).length === 0 && !typeChanged) {
+      const [unchanged] = await run<AppSummaryRow>(tx.client, 'app_summary', [id, projectId]);
+      return unchanged!;
+    }
+    const [updated] = await run<AppSummaryRow>(tx.client, 'app_update',
+      [id, projectId, edit.name ?? app.name, edit.description ?? app.description, edit.type ?? app.type]);
+    const event = { projectId, related: { table: 'app' as const, id }, at: updated!.updated_at };
+    if (Object.keys(changes).length > 0) await recordEvent(tx, actor, { ...event, type: 'app.updated', details: { changes } });
+    if (typeChanged) {
+      await recordEvent(tx, actor, {
+        ...event,
+        type: edit.type === 'public' ? 'app.published' : 'app.unpublished',
+        details: { changes: { type: { from: app.type, to: edit.type! } } },
+      });
+    }
+    return updated!;
+  });
+  return ok({
+    id: row.id,
+    object: 'app',
+    name: row.name,
+    description: row.description,
+    type: row.type,
+    status: row.status,
+    model: row.model_id,
+    model_library: row.model_build_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  });
+}
+
+export async function deleteApp(services: Services, req: DomainRequest): Promise<DomainResult> {
+  const id = appIdParam(req);
+  const projectId = req.caller.project_id;
+  await change(services, async (tx) => {
+    const [deleted] = await run<{ id: string; name: string; deleted_at: number }>(tx.client, 'app_delete', [id, projectId]);
+    if (!deleted) throw errors.appNotFound();
+    await recordEvent(tx, { origin: 'api', ip: req.ip }, {
+      projectId,
+      type: 'app.deleted',
+      related: { table: 'app', id },
+      details: { name: deleted.name },
+      at: deleted.deleted_at,
+    });
+  });
+  return ok({ deleted: true, id });
+}

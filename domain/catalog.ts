@@ -1,0 +1,68 @@
+// The fixed catalogue the app endpoints resolve against: data types, instruction types and
+// categories. Types are seeded by migrations and never change while a process runs, so they are
+// read once per thread; categories resolve per request (their newest build may change).
+import { run, type Queryable } from '../lib/db.ts';
+
+interface TypeRow {
+  kind: 'data' | 'instruction';
+  id: string;
+  name: string;
+}
+
+export interface Catalog {
+  /** Data type by name or by identifier → identifier. */
+  dataTypeId(nameOrId: string): string | undefined;
+  isInstructionType(name: string): boolean;
+}
+
+let loaded: Promise<Catalog> | undefined;
+
+export function catalog(db: Queryable): Promise<Catalog> {
+  loaded ??= run<TypeRow>(db, 'catalog_types').then((rows) => {
+    const dataTypes = new Map<string, string>();
+    const instructionTypes = new Set<string>();
+    for (const row of rows) {
+      if (row.kind === 'data') {
+        dataTypes.set(row.name, row.id);
+        dataTypes.set(row.id, row.id);
+      } else {
+        instructionTypes.add(row.name);
+      }
+    }
+    return {
+      dataTypeId: (nameOrId) => dataTypes.get(nameOrId),
+      isInstructionType: (name) => instructionTypes.has(name),
+    };
+  }, (err) => {
+    loaded = undefined;
+    throw err;
+  });
+  return loaded;
+}
+
+export const IMAGE_DATA_TYPE_ID = 'mdti_1777f1beedfbd5cde030';
+
+export interface ResolvedModel {
+  modelId: string;
+  buildId: string;
+}
+
+interface CategoryRow {
+  name: string;
+  model_id: string;
+  build_id: string | null;
+  image_model_id: string | null;
+  image_build_id: string | null;
+}
+
+/** The category's model (its image-reading one when `needsImages`), or why there is none. */
+export async function resolveCategory(db: Queryable, category: string, needsImages: boolean): Promise<ResolvedModel | 'unknown' | 'no-image-model'> {
+  const [row] = await run<CategoryRow>(db, 'category_resolve', [category]);
+  if (!row) return 'unknown';
+  if (needsImages) {
+    if (!row.image_model_id || !row.image_build_id) return 'no-image-model';
+    return { modelId: row.image_model_id, buildId: row.image_build_id };
+  }
+  if (!row.build_id) return 'unknown';
+  return { modelId: row.model_id, buildId: row.build_id };
+}

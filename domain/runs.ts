@@ -1,0 +1,52 @@
+// Runs reported by the run engine (queue `run.finished`): stored once per run id, after which the
+// (app, project) totals are recomputed by their own job, so reads never aggregate runs.
+import { run, withTransaction } from '../lib/db.ts';
+import { isId } from '../lib/ids.ts';
+import { QUEUES } from '../lib/jobs.ts';
+import { change, type Services } from './services.ts';
+
+export interface RunFinished {
+  run_id: string;
+  app_id: string;
+  project_id: string;
+  status: 'succeeded' | 'error';
+  tokens: { input: number; output: number } | null;
+}
+
+export interface TotalsJob {
+  app_id: string;
+  project_id: string;
+}
+
+const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/** A report that can never be stored (retrying would not help) is refused with a reason. */
+export function invalidRunReport(report: RunFinished): string | undefined {
+  if (!isId('run', report?.run_id ?? '')) return 'run_id';
+  if (!isId('mapp', report.app_id ?? '')) return 'app_id';
+  if (!isId('proj', report.project_id ?? '')) return 'project_id';
+  if (report.status !== 'succeeded' && report.status !== 'error') return 'status';
+  if (report.tokens !== null && !(isCount(report.tokens?.input) && isCount(report.tokens?.output))) return 'tokens';
+  return undefined;
+}
+
+/** Returns whether this report was new. */
+export async function storeRun(services: Services, report: RunFinished): Promise<boolean> {
+  return change(services, async (tx) => {
+    const [stored] = await run(tx.client, 'run_insert', [
+      report.run_id, report.app_id, report.project_id, report.status,
+      report.tokens?.input ?? null, report.tokens?.output ?? null,
+    ]);
+    if (!stored) return false;
+    const job: TotalsJob = { app_id: report.app_id, project_id: report.project_id };
+    await tx.send(QUEUES.appTotals, job, { singletonKey: `${report.app_id}:${report.project_id}` });
+    return true;
+  });
+}
+
+export async function recomputeTotals(services: Services, job: TotalsJob): Promise<void> {
+  await withTransaction(services.pool, async (client) => {
+    await run(client, 'app_lock_for_totals', [job.app_id]);
+    await run(client, 'app_totals_recompute', [job.app_id, job.project_id]);
+  });
+}

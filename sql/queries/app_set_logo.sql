@@ -1,0 +1,3 @@
+UPDATE apps SET logo_file_id = $2, updated_at = now_seconds()
+WHERE id = $1
+RETURNING unix_seconds(updated_at) AS updated_at

@@ -1,0 +1,1 @@
+INSERT INTO plans (project_id) VALUES ($1)
