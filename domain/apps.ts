@@ -95,9 +95,10 @@ function parseNewApp(body: Record<string, unknown>, types: Catalog): NewApp {
 }
 
 async function checkPlan(db: Queryable, projectId: string): Promise<void> {
-  const [plan] = await run<{ custom_apps: boolean; app_limit: number; app_count: number }>(db, 'plan_lock', [projectId]);
+  const [plan] = await run<{ custom_apps: boolean; app_limit: number }>(db, 'plan_lock', [projectId]);
   if (!plan || !plan.custom_apps) throw errors.planNoCustomApps();
-  if (plan.app_count >= plan.app_limit) throw errors.planAppLimit();
+  const [count] = await run<{ total: number }>(db, 'app_count', [projectId]);
+  if (count!.total >= plan.app_limit) throw errors.planAppLimit();
 }
 
 export async function createApp(services: Services, req: DomainRequest): Promise<DomainResult> {

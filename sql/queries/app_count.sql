@@ -1,1 +1,1 @@
-SELECT count(*) AS total FROM apps WHERE project_id = $1 AND deleted_at IS NULL
+SELECT coalesce((SELECT apps FROM project_counts WHERE project_id = $1), 0) AS total

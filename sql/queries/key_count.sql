@@ -1,1 +1,1 @@
-SELECT count(*) AS total FROM api_keys WHERE project_id = $1 AND status <> 'revoked'
+SELECT coalesce((SELECT keys FROM project_counts WHERE project_id = $1), 0) AS total
