@@ -1,0 +1,349 @@
+// `npm run bench`: the service as the Procfile runs it (release, web, worker), beside two reference
+// servers built from the same dependencies, driven by autocannon on loopback, in one run.
+// Prints one table, writes it as JSON and Markdown, and exits non-zero when a target is missed.
+//   BENCH_DURATION_S (default 10)  BENCH_WARMUP_S (2)  BENCH_OUT (bench/results)  DATABASE_URL
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { selfSigned } from '../gateway/tls.ts';
+import { startEmbedded } from '../lib/embedded-db.ts';
+import { createLogger } from '../lib/log.ts';
+import { loadScaleProject } from './scale.ts';
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
+const CONNECTIONS = 32;
+const OUT = process.env.BENCH_OUT ?? path.join(import.meta.dirname, 'results');
+const EVENT_CHANGES = 500;
+const EVENT_RATE_PER_S = 200;
+const ROOT = path.join(import.meta.dirname, '..');
+
+const TARGETS = {
+  currentVsR2: 0.8,
+  currentP99Ms: 15,
+  readVsR2: 0.6,
+  writeVsR2: 0.3,
+  p99Ms: 25,
+  eventVisibleP99Ms: 50,
+  scaleP99Ratio: 1.25,
+  webRssMb: 300,
+};
+
+const log = createLogger('warn', 'bench', 2);
+const children: ChildProcess[] = [];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function start(args: string[], env: Record<string, string>, stdout: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit', 'ipc'] });
+  children.push(child);
+  return child;
+}
+
+function finished(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
+}
+
+async function output(args: string[], env: Record<string, string>): Promise<string> {
+  const child = start(args, env, 'pipe');
+  let text = '';
+  child.stdout!.on('data', (chunk: Buffer) => { text += chunk; });
+  const code = await finished(child);
+  if (code !== 0) throw new Error(`${args.join(' ')} exited ${code}`);
+  return text;
+}
+
+const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 64 });
+
+function call(url: string, method: string, key: string, body?: object): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = https.request(url, { method, agent, headers: { authorization: `Bearer ${key}`, ...(payload ? { 'content-type': 'application/json' } : {}) } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => { text += c; });
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+async function waitHealthy(url: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      if ((await call(`${url}/healthz`, 'GET', '')).status === 200) return;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) throw new Error(`${url} did not become healthy`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+interface Load {
+  name: string;
+  url: string;
+  method?: 'GET' | 'POST' | 'PATCH';
+  key?: string;
+  body?: object;
+  /** Varies the body per request, so that every write changes something. */
+  vary?: (n: number) => object;
+}
+
+interface Measured {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+function cannon(load: Load, durationS: number): Promise<Measured> {
+  let n = 0;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (load.key) headers.authorization = `Bearer ${load.key}`;
+  return new Promise((resolve, reject) => {
+    autocannon({
+      url: load.url,
+      connections: CONNECTIONS,
+      duration: durationS,
+      method: load.method ?? 'GET',
+      headers,
+      body: load.body ? JSON.stringify(load.body) : undefined,
+      requests: load.vary ? [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify(load.vary!(n++)) }) }] : undefined,
+    } as autocannon.Options, (err, result) => {
+      if (err) return reject(err);
+      resolve({
+        name: load.name,
+        rps: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        non2xx: result.non2xx,
+        errors: result.errors + result.timeouts,
+      });
+    });
+  });
+}
+
+async function measure(load: Load): Promise<Measured> {
+  if (WARMUP_S > 0) await cannon(load, WARMUP_S);
+  const result = await cannon(load, DURATION_S);
+  console.log(`  ${load.name.padEnd(34)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms${result.non2xx || result.errors ? `  non2xx ${result.non2xx} errors ${result.errors}` : ''}`);
+  return result;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/** From a change's response to its event answering GET /v1/event/<id>, at a steady rate. */
+async function eventVisibility(base: string, key: string, db: pg.Pool): Promise<{ p50: number; p99: number; count: number }> {
+  const latencies: number[] = [];
+  const started = Date.now();
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < EVENT_CHANGES; i++) {
+    const due = started + (i * 1000) / EVENT_RATE_PER_S;
+    await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now())));
+    pending.push((async () => {
+      const created = await call(`${base}/v1/key`, 'POST', key, { name: `visibility ${i}` });
+      const answeredAt = performance.now();
+      // The change's job carries the event id it fixed; it committed with the change.
+      const { rows } = await db.query("SELECT data->>'id' AS id FROM pgboss.job WHERE name = 'audit.write' AND data->>'related_id' = $1", [created.body.response.id]);
+      for (;;) {
+        if ((await call(`${base}/v1/event/${rows[0].id}`, 'GET', key)).status === 200) break;
+      }
+      latencies.push(performance.now() - answeredAt);
+    })());
+  }
+  await Promise.all(pending);
+  latencies.sort((a, b) => a - b);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), count: latencies.length };
+}
+
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
+}
+
+const APP_BODY = {
+  name: 'Bench app',
+  description: 'Summarizes a text',
+  category: 'summarization',
+  data: [{ type: 'text area', name: 'text', placeholder: 'Paste', required: true }],
+  instruction: [{ type: 'system', instruction: 'Summarize the text.' }],
+};
+
+async function main(): Promise<number> {
+  const scratch = mkdtempSync(path.join(tmpdir(), 'pms-bench-'));
+  chmodSync(scratch, 0o755);
+  let adminUrl = process.env.DATABASE_URL;
+  let stopPostgres = async () => {};
+  if (!adminUrl) {
+    const server = await startEmbedded({ dir: path.join(scratch, 'pg'), port: await freePort(), log, persistent: false });
+    adminUrl = server.url('postgres');
+    stopPostgres = server.stop;
+  }
+  const database = `pms_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${database}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  const databaseUrl = url.toString();
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+
+  try {
+    const tls = await selfSigned();
+    writeFileSync(path.join(scratch, 'cert.pem'), tls.cert);
+    writeFileSync(path.join(scratch, 'key.pem'), tls.key);
+    const [port, httpPort, r1Port, r2Port] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    const env = {
+      DATABASE_URL: databaseUrl, PORT: String(port), HTTP_PORT: String(httpPort), HOST: '127.0.0.1',
+      TLS_CERT_FILE: path.join(scratch, 'cert.pem'), TLS_KEY_FILE: path.join(scratch, 'key.pem'), LOG_LEVEL: 'info',
+    };
+
+    console.log('# release, web, worker (as the Procfile runs them), R1, R2');
+    if ((await finished(start(['bin/release.ts'], env))) !== 0) throw new Error('release failed');
+    await db.query('CREATE TABLE bench_reference (k text PRIMARY KEY, v text NOT NULL)');
+    await db.query("INSERT INTO bench_reference SELECT 'key-' || g, repeat('x', 64) FROM generate_series(1, 1000) g");
+    const web = start(['bin/web.ts'], env);
+    start(['bin/worker.ts'], env);
+    start(['bench/reference.ts', 'r1', String(r1Port)], env);
+    start(['bench/reference.ts', 'r2', String(r2Port), databaseUrl], env);
+    const base = `https://127.0.0.1:${port}`;
+    await waitHealthy(base);
+
+    const made = JSON.parse(await output(['bin/workspace.ts', 'project', 'create', '--name', 'bench'], env));
+    await output(['bin/workspace.ts', 'plan', 'set', made.project.id, '--app-limit', '100000000'], env);
+    const key: string = made.key.key;
+    const app = await call(`${base}/v1/app/create`, 'POST', key, APP_BODY);
+    const appId: string = app.body.response.id;
+    for (let i = 0; i < 30; i++) await call(`${base}/v1/key`, 'POST', key, { name: `seed ${i}`, scope: ['key:read'] });
+
+    console.log(`# event visibility: ${EVENT_CHANGES} changes at ${EVENT_RATE_PER_S}/s`);
+    const visibility = await eventVisibility(base, key, db);
+    console.log(`  p50 ${visibility.p50.toFixed(1)} ms  p99 ${visibility.p99.toFixed(1)} ms`);
+
+    const r1: Load = { name: 'R1 bare restify', url: `https://127.0.0.1:${r1Port}/ref` };
+    const r2: Load = { name: 'R2 restify + pg SELECT', url: `https://127.0.0.1:${r2Port}/ref` };
+    const endpoints: (Load & { kind: 'current' | 'read' | 'write' })[] = [
+      { kind: 'current', name: 'GET /v1/key/current', url: `${base}/v1/key/current`, key },
+      { kind: 'read', name: 'GET /v1/key', url: `${base}/v1/key`, key },
+      { kind: 'read', name: 'GET /v1/app/list', url: `${base}/v1/app/list`, key },
+      { kind: 'read', name: 'GET /v1/app/detail/<id>', url: `${base}/v1/app/detail/${appId}`, key },
+      { kind: 'read', name: 'GET /v1/event', url: `${base}/v1/event`, key },
+      { kind: 'write', name: 'POST /v1/key', url: `${base}/v1/key`, key, method: 'POST', body: { name: 'bench', scope: ['key:read'] } },
+      { kind: 'write', name: 'POST /v1/app/create', url: `${base}/v1/app/create`, key, method: 'POST', body: APP_BODY },
+      { kind: 'write', name: 'PATCH /v1/app/detail/<id>', url: `${base}/v1/app/detail/${appId}`, key, method: 'PATCH', vary: (n) => ({ name: `Bench app ${n}` }) },
+    ];
+
+    console.log(`# throughput: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up, ${DURATION_S} s each, references alternated`);
+    const r1Runs: Measured[] = [await measure(r1)];
+    const rows: { kind: string; result: Measured; r2: Measured }[] = [];
+    for (const [i, endpoint] of endpoints.entries()) {
+      const r2Run = await measure(r2);
+      rows.push({ kind: endpoint.kind, result: await measure(endpoint), r2: r2Run });
+      if (i === Math.floor(endpoints.length / 2)) r1Runs.push(await measure(r1));
+    }
+    r1Runs.push(await measure(r1));
+    const r1Rps = r1Runs.reduce((sum, r) => sum + r.rps, 0) / r1Runs.length;
+    const webRssMb = peakRssMb(web.pid!);
+
+    console.log('# scale: 1,000,000 events, 10,000 keys, 10,000 apps, 1,000,000 runs in one project');
+    const big = JSON.parse(await output(['bin/workspace.ts', 'project', 'create', '--name', 'bench-scale'], env));
+    const loadStarted = Date.now();
+    const bigAppId = await loadScaleProject(db, big.project.id, big.consumer.id);
+    console.log(`  loaded in ${((Date.now() - loadStarted) / 1000).toFixed(0)} s`);
+    const scaleReads = [
+      { name: 'GET /v1/key/current', path: '/v1/key/current' },
+      { name: 'GET /v1/key', path: '/v1/key' },
+      { name: 'GET /v1/app/list', path: '/v1/app/list' },
+      { name: 'GET /v1/app/detail/<id>', fresh: `/v1/app/detail/${appId}`, path: `/v1/app/detail/${bigAppId}` },
+      { name: 'GET /v1/event', path: '/v1/event' },
+    ];
+    const scale: { name: string; fresh: Measured; big: Measured }[] = [];
+    for (const read of scaleReads) {
+      const fresh = await measure({ name: `${read.name} (fresh)`, url: `${base}${read.fresh ?? read.path}`, key });
+      const bigRun = await measure({ name: `${read.name} (1M rows)`, url: `${base}${read.path}`, key: big.key.key });
+      scale.push({ name: read.name, fresh, big: bigRun });
+    }
+
+    const failures: string[] = [];
+    const check = (ok: boolean, what: string) => { if (!ok) failures.push(what); };
+    const table = rows.map(({ kind, result, r2: r2Run }) => {
+      const vsR2 = result.rps / r2Run.rps;
+      const vsR1 = result.rps / r1Rps;
+      const floor = kind === 'current' ? TARGETS.currentVsR2 : kind === 'read' ? TARGETS.readVsR2 : TARGETS.writeVsR2;
+      const p99Limit = kind === 'current' ? TARGETS.currentP99Ms : TARGETS.p99Ms;
+      check(vsR2 >= floor, `${result.name}: ${vsR2.toFixed(2)}x R2 < ${floor}x`);
+      check(result.p99 <= p99Limit, `${result.name}: p99 ${result.p99} ms > ${p99Limit} ms`);
+      check(result.non2xx === 0 && result.errors === 0, `${result.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+      return { endpoint: result.name, rps: Math.round(result.rps), p50_ms: result.p50, p99_ms: result.p99, vs_r2: +vsR2.toFixed(2), vs_r1: +vsR1.toFixed(2), r2_rps: Math.round(r2Run.rps), target_vs_r2: floor, target_p99_ms: p99Limit };
+    });
+    check(visibility.p99 <= TARGETS.eventVisibleP99Ms, `event visibility p99 ${visibility.p99.toFixed(1)} ms > ${TARGETS.eventVisibleP99Ms} ms`);
+    for (const s of scale) {
+      check(s.big.p99 <= s.fresh.p99 * TARGETS.scaleP99Ratio, `${s.name} at scale: p99 ${s.big.p99} ms > ${TARGETS.scaleP99Ratio} x ${s.fresh.p99} ms`);
+    }
+    check(webRssMb <= TARGETS.webRssMb, `web peak RSS ${webRssMb.toFixed(0)} MB > ${TARGETS.webRssMb} MB`);
+
+    const results = {
+      when: new Date().toISOString(),
+      settings: { connections: CONNECTIONS, warmup_s: WARMUP_S, duration_s: DURATION_S },
+      references: { r1_rps: Math.round(r1Rps), r1_runs: r1Runs.map((r) => Math.round(r.rps)), r2_runs: rows.map((r) => Math.round(r.r2.rps)) },
+      endpoints: table,
+      event_visibility: { changes: visibility.count, rate_per_s: EVENT_RATE_PER_S, p50_ms: +visibility.p50.toFixed(1), p99_ms: +visibility.p99.toFixed(1), target_p99_ms: TARGETS.eventVisibleP99Ms },
+      scale: scale.map((s) => ({ endpoint: s.name, fresh_p99_ms: s.fresh.p99, scaled_p99_ms: s.big.p99, ratio: +(s.big.p99 / s.fresh.p99).toFixed(2), target_ratio: TARGETS.scaleP99Ratio })),
+      web_peak_rss_mb: +webRssMb.toFixed(0),
+      failures,
+    };
+    const md = [
+      `# Benchmark (${results.when}; ${CONNECTIONS} connections, ${DURATION_S} s per run)`,
+      '',
+      `R1 (bare restify) ${results.references.r1_rps} req/s; R2 (restify + pg SELECT) measured beside each endpoint.`,
+      '',
+      '| endpoint | req/s | p50 ms | p99 ms | x R2 | x R1 | R2 req/s |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+      ...table.map((r) => `| ${r.endpoint} | ${r.rps} | ${r.p50_ms} | ${r.p99_ms} | ${r.vs_r2} | ${r.vs_r1} | ${r.r2_rps} |`),
+      '',
+      `Event visible after the change's response: p50 ${results.event_visibility.p50_ms} ms, p99 ${results.event_visibility.p99_ms} ms (${visibility.count} changes at ${EVENT_RATE_PER_S}/s).`,
+      '',
+      '| read at scale | fresh p99 ms | 1M-row p99 ms | ratio |',
+      '|---|---:|---:|---:|',
+      ...results.scale.map((s) => `| ${s.endpoint} | ${s.fresh_p99_ms} | ${s.scaled_p99_ms} | ${s.ratio} |`),
+      '',
+      `Web process peak RSS: ${results.web_peak_rss_mb} MB.`,
+      '',
+      failures.length ? `Targets missed:\n${failures.map((f) => `- ${f}`).join('\n')}` : 'All targets met.',
+      '',
+    ].join('\n');
+    writeFileSync(`${OUT}.json`, `${JSON.stringify(results, null, 2)}\n`);
+    writeFileSync(`${OUT}.md`, md);
+    console.log(`\n${md}`);
+    console.log(`# written: ${OUT}.json, ${OUT}.md`);
+    return failures.length ? 1 : 0;
+  } finally {
+    agent.destroy();
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.map((c) => (c.exitCode === null ? finished(c) : Promise.resolve(0))));
+    await db.end();
+    await stopPostgres();
+  }
+}
+
+process.exit(await main());

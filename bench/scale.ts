@@ -1,0 +1,53 @@
+// Bulk-loads one project with 1,000,000 events, 10,000 keys, 10,000 apps and 1,000,000 runs in
+// SQL, with the counters and totals the service keeps, then analyzes. Returns one app's id.
+import type pg from 'pg';
+
+export const SCALE = { events: 1_000_000, keys: 10_000, apps: 10_000, runs: 1_000_000 };
+
+const ID = (prefix: string, seed: string) => `'${prefix}_' || substr(md5(random()::text || ${seed}), 1, 20)`;
+
+export async function loadScaleProject(db: pg.Pool, projectId: string, consumerId: string): Promise<string> {
+  await db.query(`
+    INSERT INTO api_keys (id, project_id, created_by, name, secret_hash, key_preview, scope, created_at, updated_at)
+    SELECT ${ID('papi', 'g')}, $1, $2, 'bulk ' || g, sha256(convert_to('bulk-' || g || random(), 'UTF8')),
+           'sk-project-...bulk', ARRAY['key:read'], now_seconds() - make_interval(secs => g), now_seconds()
+    FROM generate_series(1, ${SCALE.keys}) g`, [projectId, consumerId]);
+  await db.query(`
+    INSERT INTO apps (id, project_id, name, description, category, type, status, model_id, model_build_id, created_at, updated_at)
+    SELECT ${ID('mapp', 'g')}, $1, 'bulk app ' || g, 'bulk', 'general', 'private', 'activated',
+           'modi_4a1f0c9e2b7d58136e20', 'mlyi_1a0f9e8d7c6b5a493827', now_seconds() - make_interval(secs => g), now_seconds()
+    FROM generate_series(1, ${SCALE.apps}) g`, [projectId]);
+  await db.query(`
+    INSERT INTO app_data_fields (id, app_id, position, name, type_id, placeholder, required)
+    SELECT ${ID('madi', 'a.id')}, a.id, 0, 'text', 'mdti_fdd932b23e1fa82aa942', '', true FROM apps a WHERE a.project_id = $1`, [projectId]);
+  await db.query(`
+    INSERT INTO app_instructions (id, app_id, position, type, instruction)
+    SELECT ${ID('miid', 'a.id')}, a.id, 0, 'system', 'Summarize.' FROM apps a WHERE a.project_id = $1`, [projectId]);
+  await db.query(`
+    INSERT INTO events (id, project_id, type_id, related_table, related_id, origin, ip_address, details, created_at)
+    SELECT ${ID('evnt', 'g')}, $1, 'evty_0a1b5c2f7d93e4068b11', 'key', 'papi_00000000000000000000', 'api', '127.0.0.1',
+           '{"name":"bulk"}', now_seconds() - make_interval(secs => g)
+    FROM generate_series(1, ${SCALE.events}) g`, [projectId]);
+  await db.query(`
+    INSERT INTO project_event_counts AS c (project_id, total) VALUES ($1, ${SCALE.events})
+    ON CONFLICT (project_id) DO UPDATE SET total = c.total + ${SCALE.events}`, [projectId]);
+  await db.query(`
+    WITH ids AS (SELECT array_agg(id ORDER BY id) AS app FROM apps WHERE project_id = $1)
+    INSERT INTO runs (id, app_id, project_id, status, input_tokens, output_tokens, created_at)
+    SELECT ${ID('run', 'g')}, ids.app[1 + g % ${SCALE.apps}], $1,
+           CASE WHEN g % 10 = 0 THEN 'error' ELSE 'succeeded' END, 100, 40, now_seconds()
+    FROM ids, generate_series(1, ${SCALE.runs}) g`, [projectId]);
+  await db.query(`
+    INSERT INTO app_totals (app_id, project_id, runs, ok_runs, measured_runs, input_tokens, output_tokens)
+    SELECT app_id, project_id, count(*), count(*) FILTER (WHERE status <> 'error'),
+           count(*) FILTER (WHERE status <> 'error' AND input_tokens IS NOT NULL),
+           coalesce(sum(input_tokens) FILTER (WHERE status <> 'error'), 0),
+           coalesce(sum(output_tokens) FILTER (WHERE status <> 'error'), 0)
+    FROM runs WHERE project_id = $1 GROUP BY app_id, project_id`, [projectId]);
+  await db.query(`
+    UPDATE apps a SET runs_private = t.runs FROM app_totals t
+    WHERE t.app_id = a.id AND t.project_id = a.project_id AND a.project_id = $1`, [projectId]);
+  await db.query('VACUUM ANALYZE');
+  const { rows } = await db.query('SELECT id FROM apps WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1', [projectId]);
+  return rows[0].id;
+}
