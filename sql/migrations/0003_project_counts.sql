@@ -20,9 +20,13 @@ DECLARE
     WHEN TG_OP = 'UPDATE' AND OLD.status <> 'revoked' AND NEW.status = 'revoked' THEN -1
     ELSE 0 END;
 BEGIN
-  IF delta <> 0 THEN
+  -- A decrement updates in place: the CHECK would refuse an INSERT's proposed row of -1
+  -- before ON CONFLICT is considered.
+  IF delta > 0 THEN
     INSERT INTO project_counts AS c (project_id, keys) VALUES (NEW.project_id, delta)
     ON CONFLICT (project_id) DO UPDATE SET keys = c.keys + delta;
+  ELSIF delta < 0 THEN
+    UPDATE project_counts SET keys = keys + delta WHERE project_id = NEW.project_id;
   END IF;
   RETURN NULL;
 END $$;
@@ -37,9 +41,13 @@ DECLARE
     WHEN TG_OP = 'UPDATE' AND OLD.deleted_at IS NULL AND NEW.deleted_at IS NOT NULL THEN -1
     ELSE 0 END;
 BEGIN
-  IF delta <> 0 THEN
+  -- A decrement updates in place: the CHECK would refuse an INSERT's proposed row of -1
+  -- before ON CONFLICT is considered.
+  IF delta > 0 THEN
     INSERT INTO project_counts AS c (project_id, apps) VALUES (NEW.project_id, delta)
     ON CONFLICT (project_id) DO UPDATE SET apps = c.apps + delta;
+  ELSIF delta < 0 THEN
+    UPDATE project_counts SET apps = apps + delta WHERE project_id = NEW.project_id;
   END IF;
   RETURN NULL;
 END $$;
