@@ -1,0 +1,113 @@
+// last_used_at: null until the key is used; written off the request's path, at most once a minute.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { TestService, type TestProject } from '../support/service.ts';
+import { assertSuccess, createKey, keyRow, nowSeconds, waitFor } from './helpers.ts';
+
+let service: TestService;
+let project: TestProject;
+
+before(async () => {
+  service = await TestService.start();
+  project = await service.createProject();
+});
+after(() => service.stop());
+
+async function lastUsed(id: string): Promise<number | null> {
+  return (await keyRow(service, id))!.last_used_at;
+}
+
+/** Waits until the key's stored last_used_at is at least `since`; returns it. */
+function lastUsedSince(id: string, since: number): Promise<number> {
+  return waitFor(`last_used_at of ${id} >= ${since}`, async () => {
+    const value = await lastUsed(id);
+    return value !== null && value >= since ? value : undefined;
+  });
+}
+
+/** Sets the stored last_used_at to `secondsAgo` before now, whole seconds. */
+async function setLastUsed(id: string, secondsAgo: number): Promise<number> {
+  const { rows } = await service.db.query(
+    `UPDATE api_keys SET last_used_at = date_trunc('second', now()) - make_interval(secs => $2)
+     WHERE id = $1 RETURNING extract(epoch FROM last_used_at)::bigint AS at`, [id, secondsAgo]);
+  assert.equal(rows.length, 1);
+  return rows[0].at;
+}
+
+/**
+ * A write that must not happen is awaited against one that must: a fresh key's first use is
+ * written through the same path, so once it shows, an unwanted write would have shown too.
+ */
+async function barrier(): Promise<void> {
+  const fresh = await createKey(service, project.key, { name: 'barrier', scope: ['key:read'] });
+  const since = nowSeconds() - 1;
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: fresh.key }));
+  await lastUsedSince(fresh.id, since);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+}
+
+test('last_used_at is null until the key is used, then set by an authenticated call', async () => {
+  const made = await createKey(service, project.key, { name: 'fresh', scope: ['key:read'] });
+  assert.equal(made.object.last_used_at, null);
+  assert.equal(assertSuccess(await service.request('GET', `/v1/key/${made.id}`, { key: project.key })).last_used_at, null);
+  assert.equal(await lastUsed(made.id), null);
+
+  const before = nowSeconds();
+  assertSuccess(await service.request('GET', '/v1/key', { key: made.key }));
+  const at = await lastUsedSince(made.id, before - 1);
+  assert.ok(at <= nowSeconds(), `last_used_at ${at} is in the future`);
+
+  const read = assertSuccess(await service.request('GET', `/v1/key/${made.id}`, { key: project.key }));
+  assert.equal(read.last_used_at, at);
+  const listed = assertSuccess(await service.request('GET', '/v1/key?limit=100', { key: project.key }));
+  assert.equal(listed.data.find((k: any) => k.id === made.id).last_used_at, at);
+});
+
+test('creating or reading a key through another key does not mark it used', async () => {
+  const made = await createKey(service, project.key, { name: 'untouched', scope: ['key:read'] });
+  assertSuccess(await service.request('GET', `/v1/key/${made.id}`, { key: project.key }));
+  await barrier();
+  assert.equal(await lastUsed(made.id), null);
+});
+
+test('a call within a minute of the last write does not rewrite last_used_at', async () => {
+  const made = await createKey(service, project.key, { name: 'busy', scope: ['key:read'] });
+  const before = nowSeconds();
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
+  await lastUsedSince(made.id, before - 1);
+
+  // Used 30 seconds ago, as far as the table knows; another call now must leave it alone.
+  const stored = await setLastUsed(made.id, 30);
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
+  assertSuccess(await service.request('GET', '/v1/key', { key: made.key }));
+  await barrier();
+  assert.equal(await lastUsed(made.id), stored);
+  assert.equal(assertSuccess(await service.request('GET', `/v1/key/${made.id}`, { key: project.key })).last_used_at, stored);
+});
+
+test('a key last used 30 s ago (by any process) is not rewritten by its next call', async () => {
+  // Never used through this gateway: only the stored value can hold the write back.
+  const made = await createKey(service, project.key, { name: 'elsewhere', scope: ['key:read'] });
+  const stored = await setLastUsed(made.id, 30);
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
+  await barrier();
+  assert.equal(await lastUsed(made.id), stored);
+});
+
+test('a call more than a minute after the last use rewrites last_used_at', async () => {
+  const made = await createKey(service, project.key, { name: 'idle', scope: ['key:read'] });
+  const stored = await setLastUsed(made.id, 120);
+  const before = nowSeconds();
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
+  const at = await lastUsedSince(made.id, before - 1);
+  assert.ok(at > stored);
+  assert.ok(at <= nowSeconds());
+});
+
+test('last_used_at reads the same through GET /v1/key/current once written', async () => {
+  const made = await createKey(service, project.key, { name: 'self', scope: ['key:read'] });
+  const before = nowSeconds();
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
+  const at = await lastUsedSince(made.id, before - 1);
+  assert.equal(assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key })).last_used_at, at);
+});

@@ -1,0 +1,163 @@
+// GET /v1/key: the project's keys, newest first, paged; never a secret.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { TestService, type TestProject } from '../support/service.ts';
+import { assertFailure, assertSuccess, createKey, KEY_FIELDS, KEY_ID } from './helpers.ts';
+
+let service: TestService;
+
+before(async () => {
+  service = await TestService.start();
+});
+after(() => service.stop());
+
+/** Sets a key's created_at to `secondsAgo` before now (whole seconds, as the service stores them). */
+async function backDate(id: string, secondsAgo: number): Promise<void> {
+  const { rowCount } = await service.db.query(
+    "UPDATE api_keys SET created_at = date_trunc('second', now()) - make_interval(secs => $2) WHERE id = $1", [id, secondsAgo]);
+  assert.equal(rowCount, 1);
+}
+
+async function listOf(project: TestProject, query = '') {
+  return assertSuccess(await service.request('GET', `/v1/key${query}`, { key: project.key }));
+}
+
+test('a list object of the project\'s keys, newest first by created_at, without any secret', async () => {
+  const project = await service.createProject();
+  const made = [];
+  for (const name of ['first', 'second', 'third']) made.push(await createKey(service, project.key, { name }));
+  // Distinct creation times, newest for the smallest id: ordering by id alone would give the
+  // exact reverse, so only created_at descending passes.
+  const byId = [project.keyId, ...made.map((m) => m.id)].sort();
+  for (const [i, id] of byId.entries()) await backDate(id, 100 * (i + 1));
+  const reply = await service.request('GET', '/v1/key', { key: project.key });
+  const list = assertSuccess(reply);
+  assert.deepEqual(Object.keys(list).sort(), ['data', 'object', 'total']);
+  assert.equal(list.object, 'list');
+  assert.equal(list.total, 4);
+  assert.deepEqual(list.data.map((k: any) => k.id), byId);
+  for (const key of list.data) {
+    assert.deepEqual(Object.keys(key).sort(), KEY_FIELDS);
+    assert.match(key.id, KEY_ID);
+    assert.equal(key.object, 'api_key');
+    assert.equal(key.status, 'activated');
+  }
+  // created_at in the response is the stored second, descending.
+  const times = list.data.map((k: any) => k.created_at);
+  assert.deepEqual([...times].sort((a, b) => b - a), times);
+  assert.equal(new Set(times).size, 4);
+  for (const { key } of made) assert.ok(!reply.text.includes(key), 'a secret appears in the list');
+  assert.ok(!reply.text.includes(project.key), 'the calling secret appears in the list');
+  assert.ok(!reply.text.includes('"key":'), 'a `key` member appears in the list');
+});
+
+test('keys created in the same second are ordered by id descending', async () => {
+  const project = await service.createProject();
+  const made = [];
+  for (let i = 0; i < 5; i++) made.push(await createKey(service, project.key, { name: `same second ${i}` }));
+  await service.db.query(
+    "UPDATE api_keys SET created_at = date_trunc('second', now()) - interval '1 hour' WHERE project_id = $1", [project.projectId]);
+  const list = await listOf(project);
+  const ids = [project.keyId, ...made.map((m) => m.id)].sort().reverse();
+  assert.deepEqual(list.data.map((k: any) => k.id), ids);
+  assert.equal(new Set(list.data.map((k: any) => k.created_at)).size, 1);
+});
+
+test('limit defaults to 20; total counts every listed key, not the page; offset pages through', async () => {
+  const project = await service.createProject();
+  for (let i = 0; i < 24; i++) await createKey(service, project.key, { name: `key ${i}` });
+  // 25 keys, each in its own second: key i is i+1 minutes old, the project key the oldest.
+  const { rows } = await service.db.query(
+    'SELECT id FROM api_keys WHERE project_id = $1 ORDER BY id', [project.projectId]);
+  const expected: string[] = [];
+  for (const [i, row] of rows.entries()) {
+    await backDate(row.id, 60 * (i + 1));
+    expected.push(row.id);
+  }
+  // Newest first = smallest age first = the order of `rows`.
+
+  const first = await listOf(project);
+  assert.equal(first.total, 25);
+  assert.equal(first.data.length, 20);
+  assert.deepEqual(first.data.map((k: any) => k.id), expected.slice(0, 20));
+
+  const second = await listOf(project, '?offset=20');
+  assert.equal(second.total, 25);
+  assert.deepEqual(second.data.map((k: any) => k.id), expected.slice(20));
+
+  const page = await listOf(project, '?limit=3&offset=5');
+  assert.equal(page.total, 25);
+  assert.deepEqual(page.data.map((k: any) => k.id), expected.slice(5, 8));
+
+  const one = await listOf(project, '?limit=1');
+  assert.deepEqual(one.data.map((k: any) => k.id), expected.slice(0, 1));
+
+  const all = await listOf(project, '?limit=100&offset=0');
+  assert.equal(all.total, 25);
+  assert.deepEqual(all.data.map((k: any) => k.id), expected);
+
+  const beyond = await listOf(project, '?offset=25');
+  assert.deepEqual(beyond.data, []);
+  assert.equal(beyond.total, 25);
+});
+
+test('an invalid limit answers 422 `limit must be an integer from 1 to 100.`', async () => {
+  const project = await service.createProject();
+  for (const query of ['limit=0', 'limit=101', 'limit=-1', 'limit=1.5', 'limit=abc', 'limit=', 'limit=2&limit=3', 'limit=1000']) {
+    const reply = await service.request('GET', `/v1/key?${query}`, { key: project.key });
+    assertFailure(reply, 422, 'limit must be an integer from 1 to 100.');
+  }
+});
+
+test('an invalid offset answers 422 `offset must be a non-negative integer.`', async () => {
+  const project = await service.createProject();
+  for (const query of ['offset=-1', 'offset=1.5', 'offset=abc', 'offset=', 'offset=0&offset=1', 'limit=5&offset=-3']) {
+    const reply = await service.request('GET', `/v1/key?${query}`, { key: project.key });
+    assertFailure(reply, 422, 'offset must be a non-negative integer.');
+  }
+});
+
+test('only the calling project\'s keys are listed', async () => {
+  const mine = await service.createProject();
+  const theirs = await service.createProject();
+  const other = await createKey(service, theirs.key, { name: 'theirs' });
+  const list = await listOf(mine);
+  assert.equal(list.total, 1);
+  assert.deepEqual(list.data.map((k: any) => k.id), [mine.keyId]);
+  assert.ok(!list.data.some((k: any) => k.id === other.id || k.id === theirs.keyId));
+});
+
+test('a revoked key disappears from the list and from total', async () => {
+  const project = await service.createProject();
+  const kept = await createKey(service, project.key, { name: 'kept' });
+  const gone = await createKey(service, project.key, { name: 'gone' });
+  assert.equal((await listOf(project)).total, 3);
+  assertSuccess(await service.request('DELETE', `/v1/key/${gone.id}`, { key: project.key }));
+  const list = await listOf(project);
+  assert.equal(list.total, 2);
+  const ids = list.data.map((k: any) => k.id);
+  assert.ok(!ids.includes(gone.id));
+  assert.ok(ids.includes(kept.id) && ids.includes(project.keyId));
+});
+
+test('an expired key stays listed, with status `expired`, and counts in total', async () => {
+  const project = await service.createProject();
+  const expiring = await createKey(service, project.key, { name: 'expiring', expires_at: Math.floor(Date.now() / 1000) + 3600 });
+  const { rowCount } = await service.db.query(
+    "UPDATE api_keys SET expires_at = now() - interval '5 minutes' WHERE id = $1", [expiring.id]);
+  assert.equal(rowCount, 1);
+  const list = await listOf(project);
+  assert.equal(list.total, 2);
+  const listed = list.data.find((k: any) => k.id === expiring.id);
+  assert.ok(listed, 'the expired key is not listed');
+  assert.equal(listed.status, 'expired');
+  assert.equal(list.data.find((k: any) => k.id === project.keyId).status, 'activated');
+});
+
+test('listing needs key:read', async () => {
+  const project = await service.createProject();
+  const appOnly = await createKey(service, project.key, { name: 'apps', scope: ['app:read'] });
+  assertFailure(await service.request('GET', '/v1/key', { key: appOnly.key }), 403, 'The API key is missing the required scope: key:read');
+  const keyRead = await createKey(service, project.key, { name: 'reader', scope: ['key:read'] });
+  assert.equal(assertSuccess(await service.request('GET', '/v1/key', { key: keyRead.key })).total, 3);
+});
