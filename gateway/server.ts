@@ -31,6 +31,7 @@ const CLOSE_GRACE_MS = 8000;
 /** A client that trickles its headers or body is cut off rather than holding a socket for minutes. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
+const MAX_PATH_PARAM_CHARS = 16_384;
 
 function listen(server: restify.Server, port: number, host: string): Promise<number> {
   server.server.headersTimeout = HEADERS_TIMEOUT_MS;
@@ -77,7 +78,10 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     log: log as never,
     httpsServerOptions: { cert: tls.cert, key: tls.key },
     handleUncaughtExceptions: false,
-  });
+    // find-my-way stops matching a parameter past 100 characters by default, which would turn an
+    // over-long id on a known path into the unknown-path 404; Node's header limit bounds it anyway.
+    maxParamLength: MAX_PATH_PARAM_CHARS,
+  } as restify.ServerOptions);
   answerMalformedHttp(server);
   logRequests(server, log);
 

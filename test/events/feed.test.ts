@@ -1,0 +1,304 @@
+// The read side of the audit trail (api.md 2.3, 4.3, 6, 8; decisions.md "Lists", "Events"):
+// GET /v1/event and GET /v1/event/<id> against the real database over real HTTPS.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { TestService, type TestProject } from '../support/service.ts';
+
+let service: TestService;
+/** Every secret this file has seen, checked against the logs at the end. */
+const secrets: string[] = [];
+
+const EVENT_FIELDS = ['id', 'object', 'type', 'related', 'origin', 'ip_address', 'details', 'created_at'];
+const EVENT_NOT_FOUND = { code: 404, title: 'Not Found', response: 'Event not found.' };
+
+before(async () => {
+  service = await TestService.start();
+});
+after(() => service.stop());
+
+async function project(name: string): Promise<TestProject> {
+  const made = await service.createProject(name);
+  secrets.push(made.key);
+  return made;
+}
+
+async function createKey(owner: TestProject, body: Record<string, unknown>): Promise<{ id: string; key: string }> {
+  const reply = await service.request('POST', '/v1/key', { key: owner.key, body });
+  assert.equal(reply.status, 201, reply.text);
+  secrets.push(reply.body.response.key);
+  return { id: reply.body.response.id, key: reply.body.response.key };
+}
+
+/** The project's events as SQL orders them: newest first, created_at desc then id desc. */
+async function sqlFeed(projectId: string): Promise<Array<{ id: string; created_at: number }>> {
+  const { rows } = await service.db.query(
+    `SELECT id, extract(epoch FROM created_at)::bigint AS created_at FROM events
+     WHERE project_id = $1 ORDER BY created_at DESC, id DESC`, [projectId]);
+  return rows.map((r) => ({ id: r.id, created_at: Number(r.created_at) }));
+}
+
+async function eventCount(projectId: string): Promise<number> {
+  const { rows } = await service.db.query('SELECT count(*)::int AS n FROM events WHERE project_id = $1', [projectId]);
+  return rows[0].n;
+}
+
+async function typeIds(): Promise<Map<string, string>> {
+  const { rows } = await service.db.query('SELECT id, name FROM event_types');
+  return new Map(rows.map((r) => [r.name as string, r.id as string]));
+}
+
+function assertEventShape(event: any): void {
+  assert.deepEqual(Object.keys(event), EVENT_FIELDS);
+  assert.equal(event.object, 'event');
+  assert.match(event.id, /^evnt_[0-9a-f]{20}$/);
+  assert.deepEqual(Object.keys(event.type), ['id', 'name']);
+  assert.match(event.type.id, /^evty_[0-9a-f]{20}$/);
+  assert.equal(typeof event.type.name, 'string');
+  assert.deepEqual(Object.keys(event.related), ['table', 'id']);
+  assert.equal(typeof event.related.table, 'string');
+  assert.equal(typeof event.related.id, 'string');
+  assert.equal(typeof event.origin, 'string');
+  assert.equal(typeof event.ip_address, 'string');
+  assert.equal(typeof event.details, 'object');
+  assert.notEqual(event.details, null);
+  assert.ok(Number.isInteger(event.created_at));
+  assert.ok(!('updated_at' in event));
+}
+
+test('GET /v1/event lists the project\'s events as exact event objects, each readable by id', async () => {
+  const p = await project('Feed shape');
+  const made = await createKey(p, { name: 'Shape key', scope: ['key:read', 'event:read'], expires_at: 4_102_444_800 });
+  const other = await createKey(p, { name: 'Shape other', scope: ['event:read'] });
+  await service.waitForEvents(p.projectId, 4);
+  await service.waitForJobsDrained();
+
+  const reply = await service.request('GET', '/v1/event', { key: p.key });
+  assert.equal(reply.status, 200, reply.text);
+  assert.equal(reply.body.code, 200);
+  assert.equal(reply.body.title, 'OK');
+  assert.deepEqual(Object.keys(reply.body), ['code', 'title', 'response']);
+  const feed = reply.body.response;
+  assert.deepEqual(Object.keys(feed), ['object', 'data', 'total']);
+  assert.equal(feed.object, 'list');
+  assert.equal(feed.total, 4);
+  assert.equal(feed.data.length, 4);
+  for (const event of feed.data) assertEventShape(event);
+
+  const types = await typeIds();
+  const byRelated = (id: string, name: string) => feed.data.filter((e: any) => e.related.id === id && e.type.name === name);
+  const { rows: [keyRow] } = await service.db.query(
+    'SELECT extract(epoch FROM created_at)::bigint AS created_at FROM api_keys WHERE id = $1', [made.id]);
+
+  // The key created through the API, in full.
+  const [created] = byRelated(made.id, 'key.created');
+  assert.ok(created, 'key.created for the API-made key is listed');
+  assert.deepEqual({ ...created, id: undefined }, {
+    id: undefined,
+    object: 'event',
+    type: { id: types.get('key.created'), name: 'key.created' },
+    related: { table: 'key', id: made.id },
+    origin: 'api',
+    ip_address: '127.0.0.1',
+    details: { name: 'Shape key', scope: ['key:read', 'event:read'], expires_at: 4_102_444_800 },
+    created_at: Number(keyRow.created_at),
+  });
+  // The workspace-made project and its first key.
+  const [projectCreated] = byRelated(p.projectId, 'project.created');
+  assert.equal(projectCreated.origin, 'workspace');
+  assert.deepEqual(projectCreated.related, { table: 'project', id: p.projectId });
+  assert.equal(projectCreated.type.id, types.get('project.created'));
+  assert.equal(byRelated(p.keyId, 'key.created').length, 1);
+  const [otherCreated] = byRelated(other.id, 'key.created');
+  assert.deepEqual(otherCreated.details, { name: 'Shape other', scope: ['event:read'], expires_at: null });
+  assert.deepEqual(feed.data.map((e: any) => e.type.name).sort(), ['key.created', 'key.created', 'key.created', 'project.created']);
+
+  // Every listed event reads back identically by its id.
+  for (const event of feed.data) {
+    const one = await service.request('GET', `/v1/event/${event.id}`, { key: p.key });
+    assert.equal(one.status, 200, one.text);
+    assert.deepEqual(one.body, { code: 200, title: 'OK', response: event });
+  }
+  // Nothing in a response carries a secret.
+  assert.ok(!reply.text.includes(made.key) && !reply.text.includes(other.key) && !reply.text.includes(p.key));
+});
+
+test('the feed is newest first: created_at descending, then id descending', async () => {
+  const p = await project('Feed order');
+  for (let i = 0; i < 4; i += 1) await createKey(p, { name: `Order ${i}` });
+  await service.waitForEvents(p.projectId, 6);
+  await service.waitForJobsDrained();
+
+  // Back-date with SQL so that the order by time differs from both id order and insertion order,
+  // with one tie that the id must break.
+  const { rows } = await service.db.query('SELECT id FROM events WHERE project_id = $1 ORDER BY id', [p.projectId]);
+  const ids: string[] = rows.map((r) => r.id);
+  assert.equal(ids.length, 6);
+  const base = Math.floor(Date.now() / 1000) - 1000;
+  const offsets = [10, 50, 30, 30, 40, 20];
+  for (const [i, id] of ids.entries()) {
+    await service.db.query('UPDATE events SET created_at = to_timestamp($2) WHERE id = $1', [id, base - offsets[i]!]);
+  }
+  const expected = [ids[0], ids[5], ids[3], ids[2], ids[4], ids[1]];
+
+  const reply = await service.request('GET', '/v1/event', { key: p.key });
+  assert.equal(reply.status, 200, reply.text);
+  assert.deepEqual(reply.body.response.data.map((e: any) => e.id), expected);
+  assert.deepEqual(reply.body.response.data.map((e: any) => e.created_at), [10, 20, 30, 30, 40, 50].map((o) => base - o));
+  assert.equal(reply.body.response.total, 6);
+});
+
+test('the feed holds at most the 100 newest events while total counts them all; query parameters are ignored', async () => {
+  const p = await project('Feed limit');
+  const KEYS = 105;
+  for (let i = 0; i < KEYS; i += 15) {
+    await Promise.all(Array.from({ length: Math.min(15, KEYS - i) }, (_, j) => createKey(p, { name: `Bulk ${i + j}` })));
+  }
+  const expectedTotal = KEYS + 2; // project.created and the first key's key.created
+  await service.waitForEvents(p.projectId, expectedTotal);
+  await service.waitForJobsDrained();
+  assert.equal(await eventCount(p.projectId), expectedTotal);
+
+  // Distinct times in an order unrelated to ids or insertion, so "newest" is decided by created_at.
+  await service.db.query(
+    `UPDATE events e SET created_at = to_timestamp(extract(epoch FROM now_seconds()) - 5000 + r.n * 7)
+     FROM (SELECT id, row_number() OVER (ORDER BY md5(id)) AS n FROM events WHERE project_id = $1) r
+     WHERE e.id = r.id`, [p.projectId]);
+  const all = await sqlFeed(p.projectId);
+  assert.equal(new Set(all.map((e) => e.created_at)).size, expectedTotal, 'every event has its own second');
+
+  const reply = await service.request('GET', '/v1/event', { key: p.key });
+  assert.equal(reply.status, 200, reply.text);
+  const feed = reply.body.response;
+  assert.equal(feed.object, 'list');
+  assert.equal(feed.total, expectedTotal);
+  assert.equal(feed.data.length, 100);
+  assert.deepEqual(feed.data.map((e: any) => e.id), all.slice(0, 100).map((e) => e.id));
+  assert.deepEqual(feed.data.map((e: any) => e.created_at), all.slice(0, 100).map((e) => e.created_at));
+  for (const event of feed.data) assertEventShape(event);
+
+  const { rows: [counted] } = await service.db.query('SELECT total FROM project_event_counts WHERE project_id = $1', [p.projectId]);
+  assert.equal(Number(counted.total), expectedTotal);
+
+  for (const query of ['?limit=5', '?limit=5&offset=10', '?offset=100', '?limit=abc&offset=-1', '?page=2&sort=asc&order=created_at', '?limit=1000']) {
+    const other = await service.request('GET', `/v1/event${query}`, { key: p.key });
+    assert.equal(other.status, 200, `${query}: ${other.text}`);
+    assert.deepEqual(other.body, reply.body, `query ${query} changes nothing`);
+  }
+  const oldest = all.at(-1)!;
+  const single = await service.request('GET', `/v1/event/${oldest.id}?fields=id&limit=1`, { key: p.key });
+  assert.equal(single.status, 200, single.text);
+  assert.equal(single.body.response.id, oldest.id, 'an event beyond the newest 100 is still readable by id');
+  assert.deepEqual(Object.keys(single.body.response), EVENT_FIELDS);
+});
+
+test('another project\'s event, a made-up evnt_ id and a malformed id give the identical 404', async () => {
+  const mine = await project('404 mine');
+  const theirs = await project('404 theirs');
+  await service.waitForEvents(mine.projectId, 2);
+  await service.waitForEvents(theirs.projectId, 2);
+  await service.waitForJobsDrained();
+  const [theirEvent] = await sqlFeed(theirs.projectId);
+  const [myEvent] = await sqlFeed(mine.projectId);
+
+  // Control: each project reads its own event.
+  const own = await service.request('GET', `/v1/event/${myEvent!.id}`, { key: mine.key });
+  assert.equal(own.status, 200, own.text);
+  const theirsOwn = await service.request('GET', `/v1/event/${theirEvent!.id}`, { key: theirs.key });
+  assert.equal(theirsOwn.status, 200, theirsOwn.text);
+
+  // The list of one project holds none of another's events.
+  const feed = await service.request('GET', '/v1/event', { key: mine.key });
+  const theirIds = new Set((await sqlFeed(theirs.projectId)).map((e) => e.id));
+  assert.equal(feed.body.response.total, 2);
+  assert.ok(feed.body.response.data.every((e: any) => !theirIds.has(e.id)));
+
+  const invisible = [
+    theirEvent!.id,
+    'evnt_00000000000000000000',
+    'evnt_0123456789abcdef0123',
+    'evnt_123',
+    'evnt_',
+    `${myEvent!.id}0`,
+    myEvent!.id.toUpperCase(),
+    `evnt_${'g'.repeat(20)}`,
+    mine.keyId,
+    mine.projectId,
+    'current',
+    'not-an-id',
+    '%27%20OR%201%3D1--',
+    'x'.repeat(90),
+  ];
+  for (const id of invisible) {
+    const reply = await service.request('GET', `/v1/event/${id}`, { key: mine.key });
+    assert.equal(reply.status, 404, `${id}: ${reply.text}`);
+    assert.deepEqual(reply.body, EVENT_NOT_FOUND, id);
+  }
+});
+
+test('a very long id under /v1/event/ is still a known path: 404 Event not found.', async () => {
+  const p = await project('404 long');
+  for (const id of ['x'.repeat(300), `evnt_${'0'.repeat(200)}`]) {
+    const reply = await service.request('GET', `/v1/event/${id}`, { key: p.key });
+    assert.equal(reply.status, 404, reply.text);
+    assert.deepEqual(reply.body, EVENT_NOT_FOUND, `an id of ${id.length} characters`);
+  }
+});
+
+test('reading events needs event:read; event:* and * also pass', async () => {
+  const p = await project('Feed scope');
+  const keyOnly = await createKey(p, { name: 'key only', scope: ['key:read', 'key:write'] });
+  const eventRead = await createKey(p, { name: 'event read', scope: ['event:read'] });
+  const eventAll = await createKey(p, { name: 'event all', scope: ['event:*'] });
+  await service.waitForEvents(p.projectId, 5);
+  await service.waitForJobsDrained();
+  const [event] = await sqlFeed(p.projectId);
+
+  for (const path of ['/v1/event', `/v1/event/${event!.id}`, '/v1/event/evnt_00000000000000000000']) {
+    const refused = await service.request('GET', path, { key: keyOnly.key });
+    assert.equal(refused.status, 403, refused.text);
+    assert.deepEqual(refused.body, { code: 403, title: 'Forbidden', response: 'The API key is missing the required scope: event:read' });
+  }
+  for (const key of [eventRead.key, eventAll.key, p.key]) {
+    const listed = await service.request('GET', '/v1/event', { key });
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal(listed.body.response.total, 5);
+    const one = await service.request('GET', `/v1/event/${event!.id}`, { key });
+    assert.equal(one.status, 200, one.text);
+  }
+  // Reads are not changes: still five events.
+  await service.waitForJobsDrained();
+  assert.equal(await eventCount(p.projectId), 5);
+});
+
+test('no endpoint creates, changes or deletes an event', async () => {
+  const p = await project('Feed read-only');
+  await service.waitForEvents(p.projectId, 2);
+  await service.waitForJobsDrained();
+  const [event] = await sqlFeed(p.projectId);
+  const before = await service.request('GET', `/v1/event/${event!.id}`, { key: p.key });
+  for (const [method, path] of [['POST', '/v1/event'], ['PATCH', `/v1/event/${event!.id}`], ['DELETE', `/v1/event/${event!.id}`], ['POST', `/v1/event/${event!.id}`]] as const) {
+    const reply = await service.request(method, path, { key: p.key, body: method === 'DELETE' ? undefined : { type: 'key.created' } });
+    assert.equal(reply.status, 422, `${method} ${path}: ${reply.text}`);
+    assert.deepEqual(reply.body, { code: 422, title: 'Unprocessable entity', response: 'The parameters were valid but the request failed.' });
+  }
+  const afterwards = await service.request('GET', `/v1/event/${event!.id}`, { key: p.key });
+  assert.deepEqual(afterwards.body, before.body);
+  assert.equal(await eventCount(p.projectId), 2);
+});
+
+test('the service log holds no key secret, no secret hash and no Bearer header value', async () => {
+  assert.ok(secrets.length > 100, 'the file made its keys');
+  // Logging is asynchronous; give the last lines time to land.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const text = service.logText();
+  assert.match(text, /\/v1\/event/, 'the log records the requests made');
+  assert.ok(!text.includes('Bearer '), 'no Bearer header value');
+  assert.doesNotMatch(text, /sk-project-[0-9A-Za-z]{8,}/, 'no secret-shaped string');
+  for (const secret of secrets) {
+    assert.ok(!text.includes(secret), 'no secret');
+    const hash = createHash('sha256').update(secret).digest();
+    assert.ok(!text.includes(hash.toString('hex')), 'no hash hex');
+    assert.ok(!text.includes(hash.toString('base64')), 'no hash base64');
+  }
+});
