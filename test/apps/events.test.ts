@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { TestService, type TestProject } from '../support/service.ts';
+import { appBody, assertOk, createApp, events, ID, LOGO_BYTES, logoFile, workspaceFails, workspaceOk } from './helpers.ts';
+
+let service: TestService;
+
+before(async () => {
+  service = await TestService.start();
+});
+after(() => service.stop());
+
+const EVENT_MEMBERS = ['id', 'object', 'type', 'related', 'origin', 'ip_address', 'details', 'created_at'];
+const LOOPBACK = new Set(['127.0.0.1', '::ffff:127.0.0.1']);
+const patch = (p: TestProject, id: string, body: unknown) => service.request('PATCH', `/v1/app/detail/${id}`, { key: p.key, body });
+
+/** The project's app and plan events. Events of one second have no defined order among themselves. */
+async function appEvents(p: TestProject): Promise<any[]> {
+  const all = await events(service, p.key);
+  for (const e of all) {
+    assert.deepEqual(Object.keys(e).sort(), [...EVENT_MEMBERS].sort());
+    assert.match(e.id, ID.event);
+    assert.equal(e.object, 'event');
+    assert.ok(typeof e.details === 'object' && e.details !== null, 'details is decoded JSON, never a string');
+  }
+  return all.filter((e) => e.type.name.startsWith('app.') || e.type.name === 'plan.changed');
+}
+
+/** [type, origin] pairs as a sorted multiset: each change exactly once, whatever the order. */
+const kinds = (list: any[]) => list.map((e) => `${e.type.name} ${e.origin}`).sort();
+const only = (list: any[], type: string) => list.filter((e) => e.type.name === type);
+
+function assertNoSecret(p: TestProject, list: any[]) {
+  const text = JSON.stringify(list);
+  assert.ok(!text.includes(p.key), 'no key secret');
+  assert.ok(!/sk-project-/.test(text), 'no secret-looking value');
+  assert.ok(!/[0-9a-f]{64}/.test(text), 'no hash-looking value');
+}
+
+test('create, rename, publish, unpublish and delete through the API each record one event, origin api', async () => {
+  const p = await service.createProject('API events');
+  const app = await createApp(service, p.key, { name: 'a', description: 'first' });
+  const renamed = assertOk(await patch(p, app.id, { name: 'b' }));
+  const redescribed = assertOk(await patch(p, app.id, { name: 'c', description: 'second' }));
+  await workspaceOk(service, ['app', 'logo', app.id, '--file', logoFile(LOGO_BYTES.png, 'logo.png')]);
+  const published = assertOk(await patch(p, app.id, { type: 'public' }));
+  const unpublished = assertOk(await patch(p, app.id, { type: 'private' }));
+  assertOk(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: p.key }));
+
+  const list = await appEvents(p);
+  assert.deepEqual(kinds(list), [
+    'app.created api',
+    'app.deleted api',
+    'app.logo_changed workspace',
+    'app.published api',
+    'app.unpublished api',
+    'app.updated api',
+    'app.updated api',
+  ]);
+  for (const e of list) {
+    assert.deepEqual(e.related, { table: 'app', id: app.id }, e.type.name);
+    assert.ok(LOOPBACK.has(e.ip_address), `${e.type.name} ip ${e.ip_address}`);
+    assert.match(e.type.id, /^evty_[0-9a-f]{20}$/);
+  }
+  const [created] = only(list, 'app.created');
+  assert.equal(created.created_at, app.created_at, 'the time of the change');
+  const updates = only(list, 'app.updated');
+  const update1 = updates.find((e) => e.details.changes?.name?.to === 'b');
+  const update2 = updates.find((e) => e.details.changes?.name?.to === 'c');
+  assert.deepEqual(update1.details, { changes: { name: { from: 'a', to: 'b' } } });
+  assert.equal(update1.created_at, renamed.updated_at);
+  assert.deepEqual(update2.details, { changes: { name: { from: 'b', to: 'c' }, description: { from: 'first', to: 'second' } } });
+  assert.equal(update2.created_at, redescribed.updated_at);
+  assert.equal(only(list, 'app.published')[0].created_at, published.updated_at);
+  assert.equal(only(list, 'app.unpublished')[0].created_at, unpublished.updated_at);
+  assertNoSecret(p, await events(service, p.key));
+
+  // One event reads back through its own endpoint.
+  const one = assertOk(await service.request('GET', `/v1/event/${update1.id}`, { key: p.key }));
+  assert.deepEqual(one, update1);
+});
+
+test('a PATCH that renames and publishes records one app.updated and one app.published', async () => {
+  const p = await service.createProject('Combined patch');
+  const app = await createApp(service, p.key, { name: 'before' });
+  await workspaceOk(service, ['app', 'logo', app.id, '--file', logoFile(LOGO_BYTES.webp, 'logo.webp')]);
+  assertOk(await patch(p, app.id, { name: 'after', type: 'public' }));
+  const list = await appEvents(p);
+  assert.deepEqual(kinds(list), ['app.created api', 'app.logo_changed workspace', 'app.published api', 'app.updated api']);
+  assert.deepEqual(only(list, 'app.updated')[0].details, { changes: { name: { from: 'before', to: 'after' } } });
+});
+
+test('workspace changes record app.logo_changed, app.activated and plan.changed, origin workspace', async () => {
+  const p = await service.createProject('Workspace events');
+  const app = await createApp(service, p.key, { status: 'draft' });
+  await workspaceOk(service, ['app', 'logo', app.id, '--file', logoFile(LOGO_BYTES.text, 'notes.txt')]);
+  await workspaceOk(service, ['app', 'activate', app.id]);
+  await workspaceOk(service, ['app', 'activate', app.id]); // already activated: no change
+  await workspaceOk(service, ['plan', 'set', p.projectId, '--app-limit', '5']);
+  await workspaceOk(service, ['plan', 'set', p.projectId, '--custom-apps', 'false']);
+
+  const list = await appEvents(p);
+  assert.deepEqual(kinds(list), [
+    'app.activated workspace',
+    'app.created api',
+    'app.logo_changed workspace',
+    'plan.changed workspace',
+    'plan.changed workspace',
+  ]);
+  for (const e of [...only(list, 'app.logo_changed'), ...only(list, 'app.activated')]) assert.deepEqual(e.related, { table: 'app', id: app.id });
+  for (const e of only(list, 'plan.changed')) assert.deepEqual(e.related, { table: 'project', id: p.projectId });
+  for (const e of list.filter((x) => x.origin === 'workspace')) assert.equal(e.ip_address, '127.0.0.1', 'the command line records 127.0.0.1');
+  assertNoSecret(p, await events(service, p.key));
+});
+
+test('refused changes record no event', async () => {
+  const p = await service.createProject('No events for failures');
+  const app = await createApp(service, p.key, { status: 'draft' });
+  assert.deepEqual(kinds(await appEvents(p)), ['app.created api']);
+
+  await service.request('POST', '/v1/app/create', { key: p.key, body: appBody({ name: '' }) });
+  await service.request('POST', '/v1/app/create', { key: p.key, body: appBody({ category: 'poetry' }) });
+  await patch(p, app.id, { type: 'public' }); // draft: refused
+  await patch(p, app.id, { name: '' });
+  await patch(p, app.id, {});
+  await service.request('DELETE', '/v1/app/detail/mapp_0123456789abcdef0123', { key: p.key });
+  await workspaceFails(service, ['app', 'activate', 'mapp_0123456789abcdef0123']);
+  await workspaceOk(service, ['plan', 'set', p.projectId, '--custom-apps', 'false']);
+  await service.request('POST', '/v1/app/create', { key: p.key, body: appBody() }); // 402
+
+  assert.deepEqual(kinds(await appEvents(p)), ['app.created api', 'plan.changed workspace'], 'only the plan change was recorded');
+});
+
+test('events of one project are not in another project\'s trail', async () => {
+  const a = await service.createProject('Trail A');
+  const b = await service.createProject('Trail B');
+  const app = await createApp(service, a.key);
+  const aEvents = await appEvents(a);
+  assert.ok(aEvents.some((e) => e.related.id === app.id));
+  const bEvents = await appEvents(b);
+  assert.equal(bEvents.length, 0);
+  const foreign = aEvents[0];
+  const reply = await service.request('GET', `/v1/event/${foreign.id}`, { key: b.key });
+  assert.deepEqual(reply.body, { code: 404, title: 'Not Found', response: 'Event not found.' });
+});

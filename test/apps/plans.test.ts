@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { setPlan } from '../../domain/workspace.ts';
+import { TestService, type TestProject } from '../support/service.ts';
+import { appBody, assertError, assertOk, createApp } from './helpers.ts';
+
+let service: TestService;
+
+before(async () => {
+  service = await TestService.start();
+});
+after(() => service.stop());
+
+const NO_CUSTOM_APPS = 'The current billing plan does not allow custom app creation for this project.';
+const LIMIT_REACHED = 'The current billing plan app limit has been reached for this project.';
+const workspaceActor = { origin: 'workspace' as const, ip: '127.0.0.1' };
+
+const plan = (p: TestProject, values: { customApps?: boolean; appLimit?: number }) =>
+  setPlan(service.services, workspaceActor, p.projectId, values);
+const create = (p: TestProject, body: unknown = appBody()) => service.request('POST', '/v1/app/create', { key: p.key, body });
+const total = async (p: TestProject) => assertOk(await service.request('GET', '/v1/app/list', { key: p.key })).total as number;
+
+test('a plan without custom apps refuses creation with 402 Payment Required', async () => {
+  const p = await service.createProject('No custom apps');
+  await createApp(service, p.key);
+  await plan(p, { customApps: false });
+
+  const reply = await create(p);
+  assertError(reply, 402, NO_CUSTOM_APPS, 'Payment Required');
+  assert.equal(await total(p), 1, 'nothing was created');
+
+  // Turning custom apps back on allows creation again.
+  await plan(p, { customApps: true });
+  await createApp(service, p.key);
+  assert.equal(await total(p), 2);
+});
+
+test('the plan is checked before validation: an invalid body still gets 402', async () => {
+  const p = await service.createProject('Plan before validation');
+  await plan(p, { customApps: false });
+  assertError(await create(p, {}), 402, NO_CUSTOM_APPS, 'Payment Required');
+  assertError(await create(p, appBody({ name: '' })), 402, NO_CUSTOM_APPS, 'Payment Required');
+  assertError(await create(p, appBody({ category: 'poetry' })), 402, NO_CUSTOM_APPS, 'Payment Required');
+  assertError(await create(p, appBody({ data: [{ type: 'video', name: 'x', required: true }] })), 402, NO_CUSTOM_APPS, 'Payment Required');
+
+  const limited = await service.createProject('Limit before validation');
+  await plan(limited, { appLimit: 1 });
+  await createApp(service, limited.key);
+  assertError(await create(limited, {}), 402, LIMIT_REACHED, 'Payment Required');
+  assertError(await create(limited, appBody({ data: [] })), 402, LIMIT_REACHED, 'Payment Required');
+  assertError(await create(limited, appBody({ type: 'secret' })), 402, LIMIT_REACHED, 'Payment Required');
+});
+
+test('at the app limit creation gets 402; below it creation works', async () => {
+  const p = await service.createProject('Limit two');
+  await plan(p, { appLimit: 2 });
+  await createApp(service, p.key, { name: 'first' });
+  await createApp(service, p.key, { name: 'second', status: 'draft' });
+  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+  assert.equal(await total(p), 2);
+
+  // Raising the limit lets one more in, then the new limit holds.
+  await plan(p, { appLimit: 3 });
+  await createApp(service, p.key, { name: 'third' });
+  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+  assert.equal(await total(p), 3);
+});
+
+test('an app limit of 0 refuses the first app', async () => {
+  const p = await service.createProject('Limit zero');
+  await plan(p, { appLimit: 0 });
+  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+  assert.equal(await total(p), 0);
+});
+
+test('deleted apps do not count towards the limit', async () => {
+  const p = await service.createProject('Limit with deletions');
+  await plan(p, { appLimit: 2 });
+  const a = await createApp(service, p.key, { name: 'a' });
+  await createApp(service, p.key, { name: 'b' });
+  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+
+  assertOk(await service.request('DELETE', `/v1/app/detail/${a.id}`, { key: p.key }));
+  const c = await createApp(service, p.key, { name: 'c' });
+  assert.ok(c.id);
+  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+  assert.equal(await total(p), 2);
+});
+
+test("one project's plan does not affect another project", async () => {
+  const closed = await service.createProject('Closed');
+  const open = await service.createProject('Open');
+  await plan(closed, { customApps: false, appLimit: 0 });
+  assert.equal(typeof (await createApp(service, open.key)).id, 'string');
+});
+
+test('the default plan allows custom apps', async () => {
+  const p = await service.createProject('Default plan');
+  for (let i = 0; i < 3; i++) await createApp(service, p.key, { name: `app ${i}` });
+  assert.equal(await total(p), 3);
+});
+
+test('concurrent creations at the limit: exactly the allowance succeeds', async () => {
+  const p = await service.createProject('Racing');
+  await plan(p, { appLimit: 3 });
+  const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => create(p, appBody({ name: `race ${i}` }))));
+  const ok = replies.filter((r) => r.status === 200);
+  const refused = replies.filter((r) => r.status === 402);
+  assert.equal(ok.length, 3, replies.map((r) => r.status).join(','));
+  assert.equal(refused.length, 5);
+  for (const r of refused) assertError(r, 402, LIMIT_REACHED, 'Payment Required');
+  assert.equal(await total(p), 3);
+});
