@@ -142,10 +142,37 @@ export async function createApp(services: Services, req: DomainRequest): Promise
   return ok(response);
 }
 
-interface AppListRow {
+interface AppSummaryRow {
   id: string; name: string; description: string; type: string; status: string;
-  model_id: string; model_build_id: string; runs_private: number; runs_public: number;
-  tokens: { input: number; output: number; total: number } | null; created_at: number; updated_at: number;
+  model_id: string; model_build_id: string; created_at: number; updated_at: number;
+}
+
+interface AppListRow extends AppSummaryRow {
+  runs_private: number;
+  runs_public: number;
+  tokens: { input: number; output: number; total: number } | null;
+}
+
+/**
+ * The app object, members in api.md's order; a row carries the optional parts its endpoint
+ * shows: list adds runs and tokens, detail also logo, data and instruction, PATCH none of them.
+ */
+function appView(row: AppSummaryRow & Partial<AppDetailRow>) {
+  return {
+    id: row.id,
+    object: 'app',
+    name: row.name,
+    description: row.description,
+    type: row.type,
+    status: row.status,
+    ...(row.logo === undefined ? {} : { logo: row.logo }),
+    model: row.model_id,
+    model_library: row.model_build_id,
+    ...(row.data === undefined ? {} : { data: row.data, instruction: row.instruction }),
+    ...(row.runs_private === undefined ? {} : { runs: { private: row.runs_private, public: row.runs_public }, tokens: row.tokens }),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
 }
 
 export async function listApps(services: Services, req: DomainRequest): Promise<DomainResult> {
@@ -155,20 +182,7 @@ export async function listApps(services: Services, req: DomainRequest): Promise<
     run<AppListRow>(services.pool, 'app_list', [projectId, limit, offset]),
     run<{ total: number }>(services.pool, 'app_count', [projectId]),
   ]);
-  return ok(list(rows.map((row) => ({
-    id: row.id,
-    object: 'app',
-    name: row.name,
-    description: row.description,
-    type: row.type,
-    status: row.status,
-    model: row.model_id,
-    model_library: row.model_build_id,
-    runs: { private: row.runs_private, public: row.runs_public },
-    tokens: row.tokens,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  })), count!.total));
+  return ok(list(rows.map(appView), count!.total));
 }
 
 interface AppDetailRow extends AppListRow {
@@ -186,23 +200,7 @@ function appIdParam(req: DomainRequest): string {
 export async function getApp(services: Services, req: DomainRequest): Promise<DomainResult> {
   const [row] = await run<AppDetailRow>(services.pool, 'app_find_readable', [appIdParam(req), req.caller.project_id]);
   if (!row) throw errors.appNotFound();
-  return ok({
-    id: row.id,
-    object: 'app',
-    name: row.name,
-    description: row.description,
-    type: row.type,
-    status: row.status,
-    logo: row.logo,
-    model: row.model_id,
-    model_library: row.model_build_id,
-    data: row.data,
-    instruction: row.instruction,
-    runs: { private: row.runs_private, public: row.runs_public },
-    tokens: row.tokens,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  });
+  return ok(appView(row));
 }
 
 interface AppEdit {
@@ -237,11 +235,6 @@ function parseEdit(body: Record<string, unknown>): AppEdit {
 interface LockedApp {
   id: string; name: string; description: string; type: 'private' | 'public'; status: string;
   logo_file_id: string | null; has_image_logo: boolean;
-}
-
-interface AppSummaryRow {
-  id: string; name: string; description: string; type: string; status: string;
-  model_id: string; model_build_id: string; created_at: number; updated_at: number;
 }
 
 export async function updateApp(services: Services, req: DomainRequest): Promise<DomainResult> {
@@ -279,18 +272,7 @@ export async function updateApp(services: Services, req: DomainRequest): Promise
     }
     return updated!;
   });
-  return ok({
-    id: row.id,
-    object: 'app',
-    name: row.name,
-    description: row.description,
-    type: row.type,
-    status: row.status,
-    model: row.model_id,
-    model_library: row.model_build_id,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  });
+  return ok(appView(row));
 }
 
 export async function deleteApp(services: Services, req: DomainRequest): Promise<DomainResult> {

@@ -1,11 +1,11 @@
 // One PostgreSQL for the whole run: DATABASE_URL if given, else Testcontainers where a container
 // engine answers, else the embedded server. The run says which one it used.
 import { chmodSync, mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEmbedded } from '../../lib/embedded-db.ts';
 import type { Logger } from '../../lib/log.ts';
+import { freePort } from './ports.ts';
 
 export interface TestPostgres {
   kind: 'DATABASE_URL' | 'Testcontainers' | 'embedded';
@@ -18,17 +18,6 @@ const CONTAINER_PROBE_MS = 5000;
 const CONTAINER_IMAGE = 'postgres:17-alpine';
 // A throwaway cluster: durability buys nothing and costs every test time.
 const THROWAWAY_FLAGS = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function containerEngineAnswers(): Promise<boolean> {
   try {
