@@ -5,7 +5,7 @@ import { run, type Queryable } from '../lib/db.ts';
 import { recordEvent } from './audit.ts';
 import { catalog, IMAGE_DATA_TYPE_ID, resolveCategory, type Catalog } from './catalog.ts';
 import { errors } from './errors.ts';
-import { list, ok, paging, type DomainRequest, type DomainResult } from './requests.ts';
+import { ok, pageOf, paging, type DomainRequest, type DomainResult } from './requests.ts';
 import { change, type Services } from './services.ts';
 
 const NAME_MAX_CHARS = 200;
@@ -177,12 +177,8 @@ function appView(row: AppSummaryRow & Partial<AppDetailRow>) {
 
 export async function listApps(services: Services, req: DomainRequest): Promise<DomainResult> {
   const { limit, offset } = paging(req.query);
-  const projectId = req.caller.project_id;
-  const [rows, [count]] = await Promise.all([
-    run<AppListRow>(services.pool, 'app_list', [projectId, limit, offset]),
-    run<{ total: number }>(services.pool, 'app_count', [projectId]),
-  ]);
-  return ok(list(rows.map(appView), count!.total));
+  const rows = await run<AppListRow & { total: number }>(services.pool, 'app_list', [req.caller.project_id, limit, offset]);
+  return ok(pageOf(rows, appView));
 }
 
 interface AppDetailRow extends AppListRow {

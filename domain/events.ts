@@ -2,7 +2,7 @@
 import { isId } from '../lib/ids.ts';
 import { run } from '../lib/db.ts';
 import { errors } from './errors.ts';
-import { list, ok, type DomainRequest, type DomainResult } from './requests.ts';
+import { ok, pageOf, type DomainRequest, type DomainResult } from './requests.ts';
 import type { Services } from './services.ts';
 
 const FEED_SIZE = 100;
@@ -33,12 +33,8 @@ function eventView(row: EventRow) {
 }
 
 export async function listEvents(services: Services, req: DomainRequest): Promise<DomainResult> {
-  const projectId = req.caller.project_id;
-  const [rows, [count]] = await Promise.all([
-    run<EventRow>(services.pool, 'event_list', [projectId, FEED_SIZE]),
-    run<{ total: number }>(services.pool, 'event_count', [projectId]),
-  ]);
-  return ok(list(rows.map(eventView), count!.total));
+  const rows = await run<EventRow & { total: number }>(services.pool, 'event_list', [req.caller.project_id, FEED_SIZE]);
+  return ok(pageOf(rows, eventView));
 }
 
 export async function getEvent(services: Services, req: DomainRequest): Promise<DomainResult> {

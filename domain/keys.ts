@@ -5,7 +5,7 @@ import { recordEvent } from './audit.ts';
 import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
-import { list, ok, paging, type DomainRequest, type DomainResult } from './requests.ts';
+import { ok, pageOf, paging, type DomainRequest, type DomainResult } from './requests.ts';
 import { change, type Actor, type Services, type Tx } from './services.ts';
 
 const NAME_MAX_CHARS = 200;
@@ -51,12 +51,8 @@ function keyIdParam(req: DomainRequest): string {
 
 export async function listKeys(services: Services, req: DomainRequest): Promise<DomainResult> {
   const { limit, offset } = paging(req.query);
-  const projectId = req.caller.project_id;
-  const [rows, [count]] = await Promise.all([
-    run<KeyRow>(services.pool, 'key_list', [projectId, limit, offset]),
-    run<{ total: number }>(services.pool, 'key_count', [projectId]),
-  ]);
-  return ok(list(rows.map((row) => keyView(row)), count!.total));
+  const rows = await run<KeyRow & { total: number }>(services.pool, 'key_list', [req.caller.project_id, limit, offset]);
+  return ok(pageOf(rows, (row) => keyView(row)));
 }
 
 export async function getKey(services: Services, req: DomainRequest): Promise<DomainResult> {

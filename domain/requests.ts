@@ -37,6 +37,14 @@ export const ok = (response: unknown, status = 200): DomainResult => ({ status, 
 
 export const list = (data: unknown[], total: number) => ({ object: 'list', data, total });
 
+/**
+ * A page read with its total in one query (sql/queries/*_list.sql): every row carries `total`,
+ * and an empty page is one row whose `id` is null.
+ */
+export function pageOf<Row extends { id: string | null; total: number }, View>(rows: Row[], view: (row: Row) => View) {
+  return list(rows.filter((row) => row.id !== null).map(view), rows[0]?.total ?? 0);
+}
+
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;
 

@@ -21,6 +21,9 @@ export function createWorkerPool(config: Config, databaseUrl: string): Piscina<D
     concurrentTasksPerWorker: config.tasksPerThread,
     // Past this many waiting requests the gateway sheds load with 503 instead of queueing forever.
     maxQueue: config.maxQueuedTasks,
+    // 'sync' parks an idle thread in Atomics.wait, which also freezes the database I/O of the
+    // tasks it still has in flight; handlers here are all I/O, so threads talk by messages only.
+    atomics: 'disabled',
     workerData,
   });
 }

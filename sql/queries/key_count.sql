@@ -1,1 +1,0 @@
-SELECT coalesce((SELECT keys FROM project_counts WHERE project_id = $1), 0) AS total
