@@ -31,6 +31,7 @@ const fail = (status: number, message: string) => () => new ApiError(status, mes
 export const errors = {
   movedPermanently: fail(301, 'Use HTTPS: repeat the request at the Location given.'),
   invalidJson: fail(400, 'Invalid JSON.'),
+  malformedHttp: fail(400, 'Malformed HTTP request.'),
   noKey: fail(401, 'No valid API key provided.'),
   keyExpired: fail(401, 'The API key has expired.'),
   keyRefused: fail(403, "The API key doesn't have permissions to perform the request."),

@@ -1,4 +1,6 @@
 // The one envelope writer: every response, success or failure, leaves through here.
+import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import type { Response } from 'restify';
 import { ApiError, RETRY_AFTER_SECONDS, TITLES } from '../domain/errors.ts';
 
@@ -26,4 +28,27 @@ export function sendError(res: Response, err: ApiError): void {
 /** The gateway's unknown-path answer: the one envelope whose `code` is a string. */
 export function sendGatewayNotFound(res: Response): void {
   writeEnvelope(res, 404, '404', 'The requested resource was not found.', {});
+}
+
+/**
+ * For what never becomes a request restify sees (malformed HTTP, CONNECT): the envelope written
+ * straight to the socket, which then closes.
+ */
+export function sendEnvelopeOnSocket(socket: Duplex, err: ApiError, statusLine: string): void {
+  // A peer that resets mid-write must not become an unhandled 'error' that ends the process.
+  socket.on('error', () => socket.destroy());
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({ code: err.status, title: TITLES[err.status], response: err.message });
+  socket.end([
+    `HTTP/1.1 ${err.status} ${statusLine}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-Id: ${randomUUID()}`,
+    'Connection: close',
+    '',
+    body,
+  ].join('\r\n'));
 }

@@ -1,7 +1,7 @@
 // The web process: the HTTPS gateway (checks in the order decisions.md gives), the plain-HTTP
 // redirect listener, and the worker pool the gateway hands each request to.
 import type { AddressInfo } from 'node:net';
-import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import restify from 'restify';
 import { ApiError, errors } from '../domain/errors.ts';
 import type { Config } from '../lib/config.ts';
@@ -10,7 +10,7 @@ import type { Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
 import { bodyLimit } from './body-limit.ts';
 import { createWorkerPool, dispatch } from './dispatch.ts';
-import { sendError, sendGatewayNotFound } from './envelope.ts';
+import { sendEnvelopeOnSocket, sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
 import { acceptedMethods } from './method.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
@@ -45,13 +45,20 @@ function listen(server: restify.Server, port: number, host: string): Promise<num
   });
 }
 
-/** Malformed HTTP never reaches restify; it still gets an envelope, then the connection closes. */
-function answerMalformedHttp(server: restify.Server): void {
-  server.server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
-    if (!socket.writable || err.code === 'ECONNRESET') return socket.destroy();
-    const body = JSON.stringify({ code: 400, title: 'Bad Request', response: 'Malformed HTTP request.' });
-    socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+/**
+ * What Node hands to events other than 'request' still gets the envelope: malformed HTTP (400),
+ * CONNECT (405, a method the gateway never accepts). restify claims 'upgrade' for itself and then
+ * leaves the socket unanswered; without a listener Node serves an Upgrade request as a plain one.
+ */
+function answerOutsideRestify(server: restify.Server): void {
+  server.server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
+    if (err.code === 'ECONNRESET') return socket.destroy();
+    sendEnvelopeOnSocket(socket, errors.malformedHttp(), 'Bad Request');
   });
+  server.server.on('connect', (_req: unknown, socket: Duplex) => {
+    sendEnvelopeOnSocket(socket, errors.methodNotAllowed(), 'Method Not Allowed');
+  });
+  server.server.removeAllListeners('upgrade');
 }
 
 function logRequests(server: restify.Server, log: Logger): void {
@@ -82,7 +89,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     // over-long id on a known path into the unknown-path 404; Node's header limit bounds it anyway.
     maxParamLength: MAX_PATH_PARAM_CHARS,
   } as restify.ServerOptions);
-  answerMalformedHttp(server);
+  answerOutsideRestify(server);
   logRequests(server, log);
 
   const pre: Handler[] = [requestId(config.trustProxy)];
@@ -117,7 +124,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
 
   const redirect = restify.createServer({ name: '', log: log as never, handleUncaughtExceptions: false });
   redirect.pre(requestId(config.trustProxy) as never, redirectAll(config.host, () => httpsPort) as never);
-  answerMalformedHttp(redirect);
+  answerOutsideRestify(redirect);
 
   httpsPort = await listen(server, config.httpsPort, config.host);
   const httpPort = await listen(redirect, config.httpPort, config.host);

@@ -1,0 +1,116 @@
+// A request asking to switch protocols (Upgrade: websocket, h2c) is still an HTTP request to the
+// gateway: it passes the same checks and gets the same envelope with X-Request-Id, promptly
+// (decisions.md, Operations: every response carries X-Request-Id; never a hang). A client that
+// gives up on such a request must not take the process down.
+//
+// Each request runs on a TCP socket of its own. When no answer comes the socket is reset (RST), as
+// a client giving up would, so that no half-open socket is left to hold up the service's shutdown.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import tls from 'node:tls';
+import { after, before, test } from 'node:test';
+import { TestService, type Reply, type TestProject } from '../support/service.ts';
+import { assertError, assertGatewayNotFound, assertSuccess, MESSAGES } from './helpers.ts';
+
+let service: TestService;
+let project: TestProject;
+
+before(async () => {
+  service = await TestService.start({ jobWorkers: false });
+  project = await service.createProject();
+});
+after(() => service.stop());
+
+const WEBSOCKET = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' };
+const H2C = { connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAARAAAAAAAIAAAAA' };
+const ANSWER_MS = 3000;
+
+/** The reply, or undefined when none came within ANSWER_MS (and then the socket is reset). */
+async function upgradeRequest(options: { plain?: boolean; path: string; headers: Record<string, string> }): Promise<Reply | undefined> {
+  const port = Number(new URL(options.plain ? service.httpUrl : service.baseUrl).port);
+  const raw = net.connect(port, '127.0.0.1');
+  raw.on('error', () => {});
+  await new Promise((resolve) => raw.once('connect', resolve));
+  const ca = readFileSync(service.config.tlsCertFile!);
+  const connection = options.plain ? raw : tls.connect({ socket: raw, servername: 'localhost', ca });
+  connection.on('error', () => {});
+  let reply: Reply | undefined;
+  const req = http.request({ method: 'GET', path: options.path, headers: { host: 'localhost', ...options.headers }, createConnection: () => connection });
+  try {
+    reply = await new Promise<Reply | undefined>((resolve) => {
+      const timer = setTimeout(() => resolve(undefined), ANSWER_MS);
+      req.on('error', () => {});
+      req.on('upgrade', (res) => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text: '', body: undefined });
+      });
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          clearTimeout(timer);
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown;
+          try { body = JSON.parse(text); } catch { body = undefined; }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        });
+      });
+      req.end();
+    });
+    return reply;
+  } finally {
+    if (reply) raw.destroy();
+    else raw.resetAndDestroy();
+  }
+}
+
+function answered(reply: Reply | undefined, what: string): Reply {
+  assert.ok(reply, `${what}: no answer within ${ANSWER_MS} ms (the gateway left the Upgrade request hanging)`);
+  return reply;
+}
+
+test('an Upgrade request over HTTPS without a key is answered 401', async () => {
+  for (const headers of [WEBSOCKET, H2C]) {
+    const reply = answered(await upgradeRequest({ path: '/v1/key', headers }), headers.upgrade);
+    assertError(reply, 401, MESSAGES.noKey, headers.upgrade);
+  }
+});
+
+test('an Upgrade request over HTTPS with a key is answered like any GET', async () => {
+  for (const headers of [WEBSOCKET, H2C]) {
+    const reply = answered(await upgradeRequest({
+      path: '/v1/key/current', headers: { ...headers, authorization: `Bearer ${project.key}` },
+    }), headers.upgrade);
+    assertSuccess(reply, 200, headers.upgrade);
+    assert.equal(reply.body.response.id, project.keyId);
+  }
+});
+
+test('an Upgrade request over HTTPS to an unknown path gets the gateway 404', async () => {
+  const reply = answered(await upgradeRequest({ path: '/socket', headers: { ...WEBSOCKET, authorization: `Bearer ${project.key}` } }), 'websocket');
+  assertGatewayNotFound(reply);
+});
+
+test('an Upgrade request over plain HTTP gets the 301, and a client giving up on it does not crash the process', async () => {
+  const crashes: Error[] = [];
+  const onCrash = (err: Error) => crashes.push(err);
+  process.on('uncaughtException', onCrash);
+  let reply: Reply | undefined;
+  try {
+    reply = await upgradeRequest({ plain: true, path: '/v1/key?x=1', headers: WEBSOCKET });
+    // Give a socket error raised by a reset the time to surface.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  } finally {
+    process.removeListener('uncaughtException', onCrash);
+  }
+  assert.deepEqual(crashes.map((err) => err.message), [], 'the reset socket raised an unhandled error (the web process would exit)');
+  reply = answered(reply, 'plain websocket');
+  assertError(reply, 301, MESSAGES.movedPermanently);
+  assert.equal(reply.headers.location, `https://localhost:${new URL(service.baseUrl).port}/v1/key?x=1`);
+});
+
+test('the gateway still answers after the Upgrade requests', async () => {
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
+});
