@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertError, assertSuccess } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { appBody, assertError, assertOk, DATA_TYPES } from './helpers.ts';
+import { appBody, DATA_TYPES } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -96,7 +97,7 @@ test('an empty body counts as {} and is refused as missing a name', async () => 
 
 test('a refused creation leaves nothing behind: no app, no field, no instruction, no event', async () => {
   for (const c of CASES) await service.request('POST', '/v1/app/create', { key: project.key, body: c.body });
-  const list = assertOk(await service.request('GET', '/v1/app/list', { key: project.key }));
+  const list = assertSuccess(await service.request('GET', '/v1/app/list', { key: project.key }));
   assert.deepEqual(list, { object: 'list', data: [], total: 0 });
   const { rows } = await service.db.query(
     `SELECT (SELECT count(*)::int FROM apps WHERE project_id = $1) AS apps,
@@ -104,6 +105,6 @@ test('a refused creation leaves nothing behind: no app, no field, no instruction
             (SELECT count(*)::int FROM app_instructions) AS instructions`, [project.projectId]);
   assert.deepEqual(rows[0], { apps: 0, fields: 0, instructions: 0 });
   await service.waitForJobsDrained();
-  const events = assertOk(await service.request('GET', '/v1/event', { key: project.key }));
+  const events = assertSuccess(await service.request('GET', '/v1/event', { key: project.key }));
   assert.ok(!events.data.some((e: any) => e.type.name.startsWith('app.')), 'no app event for a refused creation');
 });

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertError, assertSuccess } from '../support/assertions.ts';
+import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { appBody, assertError, assertOk, createApp, DATA_TYPES, getApp, ID, MODELS, nowSeconds } from './helpers.ts';
+import { nowSeconds } from '../support/wait.ts';
+import { appBody, createApp, DATA_TYPES, getApp, MODELS } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -164,20 +167,20 @@ test('status draft and type public are kept as sent', async () => {
 });
 
 test('each creation makes a distinct app listed by the project', async () => {
-  const before = assertOk(await service.request('GET', '/v1/app/list', { key: project.key })).total;
+  const before = assertSuccess(await service.request('GET', '/v1/app/list', { key: project.key })).total;
   const a = await createApp(service, project.key, { name: 'One' });
   const b = await createApp(service, project.key, { name: 'Two' });
   assert.notEqual(a.id, b.id);
-  const list = assertOk(await service.request('GET', '/v1/app/list?limit=100', { key: project.key }));
+  const list = assertSuccess(await service.request('GET', '/v1/app/list?limit=100', { key: project.key }));
   assert.equal(list.total, before + 2);
   const ids = list.data.map((e: any) => e.id);
   assert.ok(ids.includes(a.id) && ids.includes(b.id));
 });
 
 test('creation needs app:write; a key holding only app:read gets 403 and nothing is created', async () => {
-  const made = assertOk(await service.request('POST', '/v1/key', { key: project.key, body: { name: 'reader', scope: ['app:read'] } }), 201);
-  const before = assertOk(await service.request('GET', '/v1/app/list', { key: project.key })).total;
+  const made = assertSuccess(await service.request('POST', '/v1/key', { key: project.key, body: { name: 'reader', scope: ['app:read'] } }), 201);
+  const before = assertSuccess(await service.request('GET', '/v1/app/list', { key: project.key })).total;
   const reply = await service.request('POST', '/v1/app/create', { key: made.key, body: appBody() });
   assertError(reply, 403, 'The API key is missing the required scope: app:write');
-  assert.equal(assertOk(await service.request('GET', '/v1/app/list', { key: project.key })).total, before);
+  assert.equal(assertSuccess(await service.request('GET', '/v1/app/list', { key: project.key })).total, before);
 });

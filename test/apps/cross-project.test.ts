@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setLogo } from '../../domain/workspace.ts';
+import { assertSuccess } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { APP_NOT_FOUND, assertOk, createApp, getApp, LOGO_BYTES, logoFile } from './helpers.ts';
+import { APP_NOT_FOUND, createApp, getApp, LOGO_BYTES, logoFile } from './helpers.ts';
 
 let service: TestService;
 let owner: TestProject;
@@ -21,7 +22,7 @@ const MADE_UP = 'mapp_0123456789abcdef0123';
 async function publishedApp(name = 'Shared'): Promise<any> {
   const app = await createApp(service, owner.key, { name, description: 'Shared description' });
   await setLogo(service.services, workspaceActor, app.id, logoFile(LOGO_BYTES.png, 'logo.png'));
-  const patched = assertOk(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'public' } }));
+  const patched = assertSuccess(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'public' } }));
   assert.equal(patched.type, 'public');
   return app;
 }
@@ -69,17 +70,17 @@ test('another project\'s public app is readable but never listed by the reader',
   const app = await publishedApp('Catalogued');
   const seen = await getApp(service, reader.key, app.id);
   assert.equal(seen.instruction, null);
-  const list = assertOk(await service.request('GET', '/v1/app/list?limit=100', { key: reader.key }));
+  const list = assertSuccess(await service.request('GET', '/v1/app/list?limit=100', { key: reader.key }));
   assert.ok(!list.data.some((e: any) => e.id === app.id));
 });
 
 test('unpublishing hides the app from other projects again; publishing again shows it', async () => {
   const app = await publishedApp('Comes and goes');
   await getApp(service, reader.key, app.id);
-  assertOk(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'private' } }));
+  assertSuccess(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'private' } }));
   const madeUp = await service.request('GET', `/v1/app/detail/${MADE_UP}`, { key: reader.key });
   assertSameAsMadeUp(await service.request('GET', `/v1/app/detail/${app.id}`, { key: reader.key }), madeUp);
-  assertOk(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'public' } }));
+  assertSuccess(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'public' } }));
   assert.equal((await getApp(service, reader.key, app.id)).type, 'public');
 });
 
@@ -96,7 +97,7 @@ test('a public app that is no longer activated is not readable by others', async
 test('a deleted public app is no longer readable by other projects', async () => {
   const app = await publishedApp('Withdrawn by deletion');
   await getApp(service, reader.key, app.id);
-  assertOk(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: owner.key }));
+  assertSuccess(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: owner.key }));
   const madeUp = await service.request('GET', `/v1/app/detail/${MADE_UP}`, { key: reader.key });
   assertSameAsMadeUp(await service.request('GET', `/v1/app/detail/${app.id}`, { key: reader.key }), madeUp);
 });

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { recordRun } from '../../domain/workspace.ts';
+import { assertError, assertSuccess } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { APP_NOT_FOUND, assertError, assertOk, createApp, getApp, waitForTotals } from './helpers.ts';
+import { APP_NOT_FOUND, createApp, getApp, waitForTotals } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -25,7 +26,7 @@ test('DELETE /v1/app/detail/<id> answers 200 with {deleted: true, id}', async ()
 test('a deleted app answers 404 everywhere, also to a second DELETE', async () => {
   const app = await createApp(service, project.key, { name: 'Doomed' });
   const keep = await createApp(service, project.key, { name: 'Kept' });
-  assertOk(await del(app.id));
+  assertSuccess(await del(app.id));
 
   assertError(await service.request('GET', `/v1/app/detail/${app.id}`, { key: project.key }), 404, 'App not found.');
   assertError(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: project.key, body: { name: 'Back' } }), 404, 'App not found.');
@@ -35,7 +36,7 @@ test('a deleted app answers 404 everywhere, also to a second DELETE', async () =
   assertError(again, 404, 'App not found.');
   assert.equal(again.text, madeUp.text, 'the same answer as for an app that never existed');
 
-  const list = assertOk(await service.request('GET', '/v1/app/list', { key: project.key }));
+  const list = assertSuccess(await service.request('GET', '/v1/app/list', { key: project.key }));
   assert.ok(!list.data.some((e: any) => e.id === app.id));
   assert.ok(list.data.some((e: any) => e.id === keep.id));
   assert.equal((await getApp(service, project.key, keep.id)).name, 'Kept', 'other apps are untouched');
@@ -44,7 +45,7 @@ test('a deleted app answers 404 everywhere, also to a second DELETE', async () =
 test('drafts and public apps can be deleted too', async () => {
   for (const overrides of [{ status: 'draft' }, { type: 'public' }, { status: 'draft', type: 'public' }]) {
     const app = await createApp(service, project.key, overrides);
-    assert.deepEqual(assertOk(await del(app.id)), { deleted: true, id: app.id });
+    assert.deepEqual(assertSuccess(await del(app.id)), { deleted: true, id: app.id });
     assertError(await service.request('GET', `/v1/app/detail/${app.id}`, { key: project.key }), 404, 'App not found.');
   }
 });
@@ -67,14 +68,14 @@ test('the runs of a deleted app stay in the runs table', async () => {
   ];
   await waitForTotals(service, app.id, project.projectId, 2);
   await waitForTotals(service, app.id, other.projectId, 1);
-  assertOk(await del(app.id));
+  assertSuccess(await del(app.id));
   const { rows } = await service.db.query('SELECT id, status FROM runs WHERE app_id = $1 ORDER BY id', [app.id]);
   assert.deepEqual(rows.map((r) => r.id), runs.map((r) => r.run.id).sort());
 });
 
 test('DELETE needs app:write', async () => {
   const app = await createApp(service, project.key);
-  const reader = assertOk(await service.request('POST', '/v1/key', { key: project.key, body: { name: 'reader', scope: ['app:read'] } }), 201);
+  const reader = assertSuccess(await service.request('POST', '/v1/key', { key: project.key, body: { name: 'reader', scope: ['app:read'] } }), 201);
   assertError(await del(app.id, reader.key), 403, 'The API key is missing the required scope: app:write');
   assert.equal((await getApp(service, project.key, app.id)).id, app.id);
 });

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { recordRun, setLogo } from '../../domain/workspace.ts';
+import { assertSuccess } from '../support/assertions.ts';
+import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { APP_NOT_FOUND, assertOk, createApp, DATA_TYPES, getApp, ID, LOGO_BYTES, logoFile, MODELS, waitForTotals } from './helpers.ts';
+import { APP_NOT_FOUND, createApp, DATA_TYPES, getApp, LOGO_BYTES, logoFile, MODELS, waitForTotals } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -28,7 +30,7 @@ test('GET /v1/app/detail/<id> answers the full app object with data and instruct
     instruction: [{ type: 'system', instruction: 'Look at the photo.' }, { type: 'system', prompt: 'Answer briefly.' }],
   });
   const reply = await service.request('GET', `/v1/app/detail/${created.id}`, { key: project.key });
-  const app = assertOk(reply);
+  const app = assertSuccess(reply);
   assert.deepEqual(Object.keys(app).sort(), [...DETAIL_MEMBERS].sort());
   assert.equal(app.id, created.id);
   assert.equal(app.object, 'app');
@@ -100,7 +102,7 @@ test('a made-up id and malformed ids all answer the identical 404', async () => 
 
 test('a deleted app answers the same 404 as a made-up id', async () => {
   const deleted = await createApp(service, project.key);
-  assertOk(await service.request('DELETE', `/v1/app/detail/${deleted.id}`, { key: project.key }));
+  assertSuccess(await service.request('DELETE', `/v1/app/detail/${deleted.id}`, { key: project.key }));
   const reply = await service.request('GET', `/v1/app/detail/${deleted.id}`, { key: project.key });
   const madeUp = await service.request('GET', '/v1/app/detail/mapp_0123456789abcdef0123', { key: project.key });
   assert.equal(reply.status, 404);
@@ -128,7 +130,7 @@ test('another project\'s activated public app is readable, with instruction null
   const owner = await service.createProject('Publisher');
   const app = await createApp(service, owner.key, { name: 'Shared', description: 'For everyone.' });
   await setLogo(service.services, workspaceActor, app.id, logoFile(LOGO_BYTES.png, 'logo.png'));
-  assertOk(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'public' } }));
+  assertSuccess(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'public' } }));
   // Launches by the owner (private) and by the reader (public), so that the hiding is observable.
   const report = (projectId: string, tokens: { input: number; output: number }) =>
     recordRun(service.services, { app_id: app.id, project_id: projectId, status: 'succeeded', tokens });

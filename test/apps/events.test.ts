@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertSuccess } from '../support/assertions.ts';
+import { workspaceFails, workspaceOk } from '../support/cli.ts';
+import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { appBody, assertOk, createApp, events, ID, LOGO_BYTES, logoFile, workspaceFails, workspaceOk } from './helpers.ts';
+import { appBody, createApp, events, LOGO_BYTES, logoFile } from './helpers.ts';
 
 let service: TestService;
 
@@ -40,12 +43,12 @@ function assertNoSecret(p: TestProject, list: any[]) {
 test('create, rename, publish, unpublish and delete through the API each record one event, origin api', async () => {
   const p = await service.createProject('API events');
   const app = await createApp(service, p.key, { name: 'a', description: 'first' });
-  const renamed = assertOk(await patch(p, app.id, { name: 'b' }));
-  const redescribed = assertOk(await patch(p, app.id, { name: 'c', description: 'second' }));
+  const renamed = assertSuccess(await patch(p, app.id, { name: 'b' }));
+  const redescribed = assertSuccess(await patch(p, app.id, { name: 'c', description: 'second' }));
   await workspaceOk(service, ['app', 'logo', app.id, '--file', logoFile(LOGO_BYTES.png, 'logo.png')]);
-  const published = assertOk(await patch(p, app.id, { type: 'public' }));
-  const unpublished = assertOk(await patch(p, app.id, { type: 'private' }));
-  assertOk(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: p.key }));
+  const published = assertSuccess(await patch(p, app.id, { type: 'public' }));
+  const unpublished = assertSuccess(await patch(p, app.id, { type: 'private' }));
+  assertSuccess(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: p.key }));
 
   const list = await appEvents(p);
   assert.deepEqual(kinds(list), [
@@ -76,7 +79,7 @@ test('create, rename, publish, unpublish and delete through the API each record 
   assertNoSecret(p, await events(service, p.key));
 
   // One event reads back through its own endpoint.
-  const one = assertOk(await service.request('GET', `/v1/event/${update1.id}`, { key: p.key }));
+  const one = assertSuccess(await service.request('GET', `/v1/event/${update1.id}`, { key: p.key }));
   assert.deepEqual(one, update1);
 });
 
@@ -84,7 +87,7 @@ test('a PATCH that renames and publishes records one app.updated and one app.pub
   const p = await service.createProject('Combined patch');
   const app = await createApp(service, p.key, { name: 'before' });
   await workspaceOk(service, ['app', 'logo', app.id, '--file', logoFile(LOGO_BYTES.webp, 'logo.webp')]);
-  assertOk(await patch(p, app.id, { name: 'after', type: 'public' }));
+  assertSuccess(await patch(p, app.id, { name: 'after', type: 'public' }));
   const list = await appEvents(p);
   assert.deepEqual(kinds(list), ['app.created api', 'app.logo_changed workspace', 'app.published api', 'app.updated api']);
   assert.deepEqual(only(list, 'app.updated')[0].details, { changes: { name: { from: 'before', to: 'after' } } });

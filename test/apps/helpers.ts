@@ -1,13 +1,11 @@
-// Shared by the apps tests: request bodies, envelope assertions, the workspace command line,
-// logo files, and waiting for the run workers.
-import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+// The apps tests' own helpers (not a test file itself): the seeded catalogue, request bodies,
+// shortcuts through the API, logo files, and waiting for the run workers.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Reply, TestService } from '../support/service.ts';
-
-export const ROOT = path.resolve(import.meta.dirname, '..', '..');
+import { assertSuccess, envelope, MESSAGES } from '../support/assertions.ts';
+import type { TestService } from '../support/service.ts';
+import { nowSeconds, waitFor } from '../support/wait.ts';
 
 export const DATA_TYPES = {
   input: 'mdti_c2a39a7ad82bc017dccd',
@@ -25,20 +23,7 @@ export const MODELS = {
   code: { model: 'modi_6c3f2e104d9f7a358042', build: 'mlyi_4d3c2b1a0f9e8d7c6b5a' },
 } as const;
 
-export const ID = {
-  app: /^mapp_[0-9a-f]{20}$/,
-  field: /^madi_[0-9a-f]{20}$/,
-  instruction: /^miid_[0-9a-f]{20}$/,
-  file: /^file_[0-9a-f]{20}$/,
-  run: /^run_[0-9a-f]{20}$/,
-  event: /^evnt_[0-9a-f]{20}$/,
-};
-
-export const TITLES: Record<number, string> = {
-  200: 'OK', 201: 'Created', 400: 'Bad Request', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 422: 'Unprocessable entity',
-};
-
-export const APP_NOT_FOUND = { code: 404, title: 'Not Found', response: 'App not found.' };
+export const APP_NOT_FOUND = envelope(404, MESSAGES.appNotFound);
 
 /** A valid creation body; `overrides` replace members (undefined removes one). */
 export function appBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -53,78 +38,19 @@ export function appBody(overrides: Record<string, unknown> = {}): Record<string,
   return body;
 }
 
-export function assertOk(reply: Reply, code = 200): any {
-  assert.equal(reply.status, code, reply.text);
-  assert.deepEqual(Object.keys(reply.body), ['code', 'title', 'response']);
-  assert.equal(reply.body.code, code);
-  assert.equal(reply.body.title, TITLES[code]);
-  return reply.body.response;
-}
-
-export function assertError(reply: Reply, status: number, message: string, title = TITLES[status]): void {
-  assert.equal(reply.status, status, reply.text);
-  assert.deepEqual(reply.body, { code: status, title, response: message }, reply.text);
-}
-
 export async function createApp(service: TestService, key: string, overrides: Record<string, unknown> = {}): Promise<any> {
-  return assertOk(await service.request('POST', '/v1/app/create', { key, body: appBody(overrides) }));
+  return assertSuccess(await service.request('POST', '/v1/app/create', { key, body: appBody(overrides) }));
 }
 
 export async function getApp(service: TestService, key: string, id: string): Promise<any> {
-  return assertOk(await service.request('GET', `/v1/app/detail/${id}`, { key }));
+  return assertSuccess(await service.request('GET', `/v1/app/detail/${id}`, { key }));
 }
-
-export const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** Back-dates an app's created_at (and updated_at) by SQL, for distinct times without sleeping. */
 export async function backdateApp(service: TestService, id: string, secondsAgo: number): Promise<number> {
   const at = nowSeconds() - secondsAgo;
   await service.db.query('UPDATE apps SET created_at = to_timestamp($2), updated_at = to_timestamp($2) WHERE id = $1', [id, at]);
   return at;
-}
-
-export interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the workspace command line against the test's own database. */
-export function workspace(service: TestService, args: string[]): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/workspace.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: service.databaseUrl, LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => { stdout += c.toString('utf8'); });
-    child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8'); });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** A command that must succeed: exit 0, exactly one JSON object on stdout. */
-export async function workspaceOk(service: TestService, args: string[]): Promise<any> {
-  const result = await workspace(service, args);
-  assert.equal(result.code, 0, `workspace ${args.join(' ')} failed: ${result.stderr}`);
-  const lines = result.stdout.split('\n').filter((l) => l.trim() !== '');
-  assert.equal(lines.length, 1, `expected one line of JSON, got: ${result.stdout}`);
-  const value = JSON.parse(lines[0]!);
-  assert.equal(typeof value, 'object');
-  assert.ok(value !== null && !Array.isArray(value));
-  return value;
-}
-
-/** A command that must fail: non-zero exit, a message on stderr, nothing on stdout. */
-export async function workspaceFails(service: TestService, args: string[]): Promise<CliResult> {
-  const result = await workspace(service, args);
-  assert.notEqual(result.code, 0, `workspace ${args.join(' ')} should fail; stdout: ${result.stdout}`);
-  assert.ok(result.stderr.trim().length > 0, 'a failure prints a message on stderr');
-  assert.equal(result.stdout.trim(), '');
-  return result;
 }
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'pms-apps-'));
@@ -147,34 +73,24 @@ export function logoFile(bytes: Buffer, name: string): string {
 }
 
 /** Waits until every run report and totals recompute has been handled by the workers. */
-export async function waitForRunJobs(service: TestService, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await service.db.query(
-      "SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('run.finished', 'app.totals') AND state IN ('created', 'retry', 'active')");
-    if (rows[0].n === 0) return;
-    if (Date.now() > deadline) throw new Error(`${rows[0].n} run/totals jobs still pending`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+export function waitForRunJobs(service: TestService, timeoutMs = 15_000): Promise<void> {
+  return service.waitForJobsIdle(['run.finished', 'app.totals'], timeoutMs);
 }
 
-/** Waits until the stored totals of (app, project) count `runs` runs. */
+/** Waits until the stored totals of (app, project) count `runs` runs, then until the run workers are idle. */
 export async function waitForTotals(service: TestService, appId: string, projectId: string, runs: number, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  let seen: unknown;
+  await waitFor(() => `totals of ${appId} for ${projectId}: ${JSON.stringify(seen)}, wanted ${runs} runs`, async () => {
     const { rows } = await service.db.query('SELECT runs::int AS runs FROM app_totals WHERE app_id = $1 AND project_id = $2', [appId, projectId]);
-    if (rows[0]?.runs === runs) {
-      await waitForRunJobs(service, timeoutMs);
-      return;
-    }
-    if (Date.now() > deadline) throw new Error(`totals of ${appId} for ${projectId}: ${JSON.stringify(rows[0])}, wanted ${runs} runs`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+    seen = rows[0];
+    return rows[0]?.runs === runs ? true : undefined;
+  }, timeoutMs);
+  await waitForRunJobs(service, timeoutMs);
 }
 
 /** The project's events through the API, oldest first. */
 export async function events(service: TestService, key: string): Promise<any[]> {
   await service.waitForJobsDrained();
-  const list = assertOk(await service.request('GET', '/v1/event', { key }));
+  const list = assertSuccess(await service.request('GET', '/v1/event', { key }));
   return [...list.data].reverse();
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertError, assertSuccess } from '../support/assertions.ts';
+import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertError, assertOk, backdateApp, createApp, ID, MODELS } from './helpers.ts';
+import { backdateApp, createApp, MODELS } from './helpers.ts';
 
 let service: TestService;
 
@@ -11,7 +13,7 @@ before(async () => {
 after(() => service.stop());
 
 const LIST_MEMBERS = ['id', 'object', 'name', 'description', 'type', 'status', 'model', 'model_library', 'runs', 'tokens', 'created_at', 'updated_at'];
-const list = async (p: TestProject, query = '') => assertOk(await service.request('GET', `/v1/app/list${query}`, { key: p.key }));
+const list = async (p: TestProject, query = '') => assertSuccess(await service.request('GET', `/v1/app/list${query}`, { key: p.key }));
 
 test('an empty project lists no apps', async () => {
   const p = await service.createProject('Empty');
@@ -121,7 +123,7 @@ test('deleted apps vanish from the list and from total', async () => {
   const keep = await createApp(service, p.key, { name: 'keep' });
   const gone = await createApp(service, p.key, { name: 'gone' });
   assert.equal((await list(p)).total, 2);
-  assertOk(await service.request('DELETE', `/v1/app/detail/${gone.id}`, { key: p.key }));
+  assertSuccess(await service.request('DELETE', `/v1/app/detail/${gone.id}`, { key: p.key }));
   const result = await list(p);
   assert.equal(result.total, 1);
   assert.deepEqual(result.data.map((e: any) => e.id), [keep.id]);
@@ -129,8 +131,8 @@ test('deleted apps vanish from the list and from total', async () => {
 
 test('listing needs app:read', async () => {
   const p = await service.createProject('Scopes');
-  const made = assertOk(await service.request('POST', '/v1/key', { key: p.key, body: { name: 'keys only', scope: ['key:read'] } }), 201);
+  const made = assertSuccess(await service.request('POST', '/v1/key', { key: p.key, body: { name: 'keys only', scope: ['key:read'] } }), 201);
   assertError(await service.request('GET', '/v1/app/list', { key: made.key }), 403, 'The API key is missing the required scope: app:read');
-  const reader = assertOk(await service.request('POST', '/v1/key', { key: p.key, body: { name: 'apps', scope: ['app:*'] } }), 201);
-  assert.equal(assertOk(await service.request('GET', '/v1/app/list', { key: reader.key })).object, 'list');
+  const reader = assertSuccess(await service.request('POST', '/v1/key', { key: p.key, body: { name: 'apps', scope: ['app:*'] } }), 201);
+  assert.equal(assertSuccess(await service.request('GET', '/v1/app/list', { key: reader.key })).object, 'list');
 });

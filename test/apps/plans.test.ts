@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setPlan } from '../../domain/workspace.ts';
+import { assertError, assertSuccess } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { appBody, assertError, assertOk, createApp } from './helpers.ts';
+import { appBody, createApp } from './helpers.ts';
 
 let service: TestService;
 
@@ -18,7 +19,7 @@ const workspaceActor = { origin: 'workspace' as const, ip: '127.0.0.1' };
 const plan = (p: TestProject, values: { customApps?: boolean; appLimit?: number }) =>
   setPlan(service.services, workspaceActor, p.projectId, values);
 const create = (p: TestProject, body: unknown = appBody()) => service.request('POST', '/v1/app/create', { key: p.key, body });
-const total = async (p: TestProject) => assertOk(await service.request('GET', '/v1/app/list', { key: p.key })).total as number;
+const total = async (p: TestProject) => assertSuccess(await service.request('GET', '/v1/app/list', { key: p.key })).total as number;
 
 test('a plan without custom apps refuses creation with 402 Payment Required', async () => {
   const p = await service.createProject('No custom apps');
@@ -26,7 +27,7 @@ test('a plan without custom apps refuses creation with 402 Payment Required', as
   await plan(p, { customApps: false });
 
   const reply = await create(p);
-  assertError(reply, 402, NO_CUSTOM_APPS, 'Payment Required');
+  assertError(reply, 402, NO_CUSTOM_APPS);
   assert.equal(await total(p), 1, 'nothing was created');
 
   // Turning custom apps back on allows creation again.
@@ -38,17 +39,17 @@ test('a plan without custom apps refuses creation with 402 Payment Required', as
 test('the plan is checked before validation: an invalid body still gets 402', async () => {
   const p = await service.createProject('Plan before validation');
   await plan(p, { customApps: false });
-  assertError(await create(p, {}), 402, NO_CUSTOM_APPS, 'Payment Required');
-  assertError(await create(p, appBody({ name: '' })), 402, NO_CUSTOM_APPS, 'Payment Required');
-  assertError(await create(p, appBody({ category: 'poetry' })), 402, NO_CUSTOM_APPS, 'Payment Required');
-  assertError(await create(p, appBody({ data: [{ type: 'video', name: 'x', required: true }] })), 402, NO_CUSTOM_APPS, 'Payment Required');
+  assertError(await create(p, {}), 402, NO_CUSTOM_APPS);
+  assertError(await create(p, appBody({ name: '' })), 402, NO_CUSTOM_APPS);
+  assertError(await create(p, appBody({ category: 'poetry' })), 402, NO_CUSTOM_APPS);
+  assertError(await create(p, appBody({ data: [{ type: 'video', name: 'x', required: true }] })), 402, NO_CUSTOM_APPS);
 
   const limited = await service.createProject('Limit before validation');
   await plan(limited, { appLimit: 1 });
   await createApp(service, limited.key);
-  assertError(await create(limited, {}), 402, LIMIT_REACHED, 'Payment Required');
-  assertError(await create(limited, appBody({ data: [] })), 402, LIMIT_REACHED, 'Payment Required');
-  assertError(await create(limited, appBody({ type: 'secret' })), 402, LIMIT_REACHED, 'Payment Required');
+  assertError(await create(limited, {}), 402, LIMIT_REACHED);
+  assertError(await create(limited, appBody({ data: [] })), 402, LIMIT_REACHED);
+  assertError(await create(limited, appBody({ type: 'secret' })), 402, LIMIT_REACHED);
 });
 
 test('at the app limit creation gets 402; below it creation works', async () => {
@@ -56,20 +57,20 @@ test('at the app limit creation gets 402; below it creation works', async () => 
   await plan(p, { appLimit: 2 });
   await createApp(service, p.key, { name: 'first' });
   await createApp(service, p.key, { name: 'second', status: 'draft' });
-  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+  assertError(await create(p), 402, LIMIT_REACHED);
   assert.equal(await total(p), 2);
 
   // Raising the limit lets one more in, then the new limit holds.
   await plan(p, { appLimit: 3 });
   await createApp(service, p.key, { name: 'third' });
-  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+  assertError(await create(p), 402, LIMIT_REACHED);
   assert.equal(await total(p), 3);
 });
 
 test('an app limit of 0 refuses the first app', async () => {
   const p = await service.createProject('Limit zero');
   await plan(p, { appLimit: 0 });
-  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+  assertError(await create(p), 402, LIMIT_REACHED);
   assert.equal(await total(p), 0);
 });
 
@@ -78,12 +79,12 @@ test('deleted apps do not count towards the limit', async () => {
   await plan(p, { appLimit: 2 });
   const a = await createApp(service, p.key, { name: 'a' });
   await createApp(service, p.key, { name: 'b' });
-  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+  assertError(await create(p), 402, LIMIT_REACHED);
 
-  assertOk(await service.request('DELETE', `/v1/app/detail/${a.id}`, { key: p.key }));
+  assertSuccess(await service.request('DELETE', `/v1/app/detail/${a.id}`, { key: p.key }));
   const c = await createApp(service, p.key, { name: 'c' });
   assert.ok(c.id);
-  assertError(await create(p), 402, LIMIT_REACHED, 'Payment Required');
+  assertError(await create(p), 402, LIMIT_REACHED);
   assert.equal(await total(p), 2);
 });
 
@@ -108,6 +109,6 @@ test('concurrent creations at the limit: exactly the allowance succeeds', async 
   const refused = replies.filter((r) => r.status === 402);
   assert.equal(ok.length, 3, replies.map((r) => r.status).join(','));
   assert.equal(refused.length, 5);
-  for (const r of refused) assertError(r, 402, LIMIT_REACHED, 'Payment Required');
+  for (const r of refused) assertError(r, 402, LIMIT_REACHED);
   assert.equal(await total(p), 3);
 });

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { activateApp, setLogo } from '../../domain/workspace.ts';
+import { assertError, assertSuccess } from '../support/assertions.ts';
+import { workspaceOk } from '../support/cli.ts';
+import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { APP_NOT_FOUND, assertError, assertOk, createApp, getApp, ID, LOGO_BYTES, logoFile, workspaceOk } from './helpers.ts';
+import { APP_NOT_FOUND, createApp, getApp, LOGO_BYTES, logoFile } from './helpers.ts';
 
 let service: TestService;
 let owner: TestProject;
@@ -60,7 +63,7 @@ test('a RIFF file that is not WebP is not an image logo', async () => {
 test('an activated app with a PNG logo (via `app logo`) is published and readable by other projects', async () => {
   const app = await createApp(service, owner.key, { name: 'PNG app' });
   await workspaceOk(service, ['app', 'logo', app.id, '--file', logoFile(LOGO_BYTES.png, 'logo.png')]);
-  const updated = assertOk(await patch(app.id, { type: 'public' }));
+  const updated = assertSuccess(await patch(app.id, { type: 'public' }));
   assert.equal(updated.type, 'public');
   assert.equal(updated.status, 'activated');
   assert.equal((await getApp(service, owner.key, app.id)).type, 'public');
@@ -74,7 +77,7 @@ test('JPEG and WebP logos are image logos, judged by bytes whatever the file nam
   for (const [bytes, name] of [[LOGO_BYTES.jpeg, 'logo.jpg'], [LOGO_BYTES.webp, 'logo.webp'], [LOGO_BYTES.png, 'logo.txt'], [LOGO_BYTES.jpeg, 'no-extension']] as const) {
     const app = await createApp(service, owner.key, { name: `Logo ${name}` });
     await attach(app.id, bytes, name);
-    assert.equal(assertOk(await patch(app.id, { type: 'public' })).type, 'public', name);
+    assert.equal(assertSuccess(await patch(app.id, { type: 'public' })).type, 'public', name);
     assert.equal((await getApp(service, other.key, app.id)).id, app.id);
   }
 });
@@ -84,7 +87,7 @@ test('a draft with an image logo can be published once activated', async () => {
   await attach(app.id, LOGO_BYTES.png, 'logo.png');
   assertError(await patch(app.id, { type: 'public' }), 422, NEEDS_ACTIVATION);
   await activateApp(service.services, workspaceActor, app.id);
-  assert.equal(assertOk(await patch(app.id, { type: 'public' })).type, 'public');
+  assert.equal(assertSuccess(await patch(app.id, { type: 'public' })).type, 'public');
 });
 
 test('replacing an image logo with a text file makes a private app unpublishable', async () => {
@@ -97,21 +100,21 @@ test('replacing an image logo with a text file makes a private app unpublishable
 test('unpublishing always succeeds, also for a draft or an app whose logo is no longer an image', async () => {
   const app = await createApp(service, owner.key);
   await attach(app.id, LOGO_BYTES.png, 'logo.png');
-  assertOk(await patch(app.id, { type: 'public' }));
+  assertSuccess(await patch(app.id, { type: 'public' }));
   await attach(app.id, LOGO_BYTES.text, 'notes.txt');
-  const withdrawn = assertOk(await patch(app.id, { type: 'private' }));
+  const withdrawn = assertSuccess(await patch(app.id, { type: 'private' }));
   assert.equal(withdrawn.type, 'private');
   await assertPrivate(app.id);
 
   // Created public as a draft (no logo): withdrawing it still succeeds.
   const draft = await createApp(service, owner.key, { status: 'draft', type: 'public' });
-  assert.equal(assertOk(await patch(draft.id, { type: 'private' })).type, 'private');
+  assert.equal(assertSuccess(await patch(draft.id, { type: 'private' })).type, 'private');
 });
 
 test('publishing with a name change applies both', async () => {
   const app = await createApp(service, owner.key, { name: 'Old' });
   await attach(app.id, LOGO_BYTES.png, 'logo.png');
-  const updated = assertOk(await patch(app.id, { name: 'New', type: 'public' }));
+  const updated = assertSuccess(await patch(app.id, { name: 'New', type: 'public' }));
   assert.deepEqual([updated.name, updated.type], ['New', 'public']);
   assert.equal((await getApp(service, other.key, app.id)).name, 'New');
 });

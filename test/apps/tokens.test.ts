@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { recordRun, setLogo } from '../../domain/workspace.ts';
+import { assertSuccess } from '../support/assertions.ts';
+import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertOk, createApp, getApp, ID, LOGO_BYTES, logoFile, waitForRunJobs, waitForTotals } from './helpers.ts';
+import { createApp, getApp, LOGO_BYTES, logoFile, waitForRunJobs, waitForTotals } from './helpers.ts';
 
 let service: TestService;
 
@@ -19,7 +21,7 @@ const report = (appId: string, p: TestProject, status: 'succeeded' | 'error', to
   recordRun(service.services, { app_id: appId, project_id: p.projectId, status, tokens });
 
 async function listed(p: TestProject, appId: string): Promise<any> {
-  const list = assertOk(await service.request('GET', '/v1/app/list?limit=100', { key: p.key }));
+  const list = assertSuccess(await service.request('GET', '/v1/app/list?limit=100', { key: p.key }));
   const entry = list.data.find((e: any) => e.id === appId);
   assert.ok(entry, `${appId} is listed`);
   return entry;
@@ -28,7 +30,7 @@ async function listed(p: TestProject, appId: string): Promise<any> {
 async function published(owner: TestProject): Promise<any> {
   const app = await createApp(service, owner.key);
   await setLogo(service.services, workspaceActor, app.id, logoFile(LOGO_BYTES.png, 'logo.png'));
-  assertOk(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'public' } }));
+  assertSuccess(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'public' } }));
   return app;
 }
 
@@ -141,7 +143,7 @@ test('a private app run by another project (before it was withdrawn) still count
   const app = await published(owner);
   await report(app.id, other, 'succeeded', { input: 1, output: 1 });
   await waitForTotals(service, app.id, other.projectId, 1);
-  assertOk(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'private' } }));
+  assertSuccess(await service.request('PATCH', `/v1/app/detail/${app.id}`, { key: owner.key, body: { type: 'private' } }));
   const own = await getApp(service, owner.key, app.id);
   assert.deepEqual(own.runs, { private: 0, public: 1 });
   assert.deepEqual(own.tokens, ZERO, 'the owner itself never ran it');

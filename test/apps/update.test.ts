@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertError, assertSuccess } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { APP_NOT_FOUND, assertError, assertOk, backdateApp, createApp, getApp, MODELS, nowSeconds } from './helpers.ts';
+import { nowSeconds } from '../support/wait.ts';
+import { APP_NOT_FOUND, backdateApp, createApp, getApp, MODELS } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -20,7 +22,7 @@ test('PATCH name answers 200 with exactly the summary members and bumps updated_
   const app = await createApp(service, project.key, { name: 'Before', description: 'Kept', category: 'coding' });
   const createdAt = await backdateApp(service, app.id, 3600);
   const reply = await patch(app.id, { name: 'After' });
-  const updated = assertOk(reply);
+  const updated = assertSuccess(reply);
   assert.deepEqual(Object.keys(updated).sort(), [...PATCH_MEMBERS].sort());
   assert.equal(updated.id, app.id);
   assert.equal(updated.object, 'app');
@@ -42,8 +44,8 @@ test('PATCH name answers 200 with exactly the summary members and bumps updated_
 
 test('PATCH description, and name with description together', async () => {
   const app = await createApp(service, project.key, { name: 'N', description: 'D' });
-  assert.equal(assertOk(await patch(app.id, { description: 'New description' })).description, 'New description');
-  const both = assertOk(await patch(app.id, { name: 'New name', description: 'Newer description' }));
+  assert.equal(assertSuccess(await patch(app.id, { description: 'New description' })).description, 'New description');
+  const both = assertSuccess(await patch(app.id, { name: 'New name', description: 'Newer description' }));
   assert.deepEqual([both.name, both.description], ['New name', 'Newer description']);
   const read = await getApp(service, project.key, app.id);
   assert.deepEqual([read.name, read.description], ['New name', 'Newer description']);
@@ -51,7 +53,7 @@ test('PATCH description, and name with description together', async () => {
 
 test('unknown members are ignored beside a recognised one', async () => {
   const app = await createApp(service, project.key, { name: 'Ignore extras' });
-  const updated = assertOk(await patch(app.id, { name: 'Renamed', status: 'draft', model: 'modi_x', logo: 'file_x' }));
+  const updated = assertSuccess(await patch(app.id, { name: 'Renamed', status: 'draft', model: 'modi_x', logo: 'file_x' }));
   assert.equal(updated.name, 'Renamed');
   assert.equal(updated.status, 'activated');
   assert.equal(updated.model, MODELS.text.model);
@@ -93,7 +95,7 @@ test('a refused PATCH applies nothing, not even its valid members', async () => 
 
 test('type private on a private app succeeds and leaves it private', async () => {
   const app = await createApp(service, project.key);
-  const updated = assertOk(await patch(app.id, { type: 'private' }));
+  const updated = assertSuccess(await patch(app.id, { type: 'private' }));
   assert.equal(updated.type, 'private');
 });
 
@@ -107,14 +109,14 @@ test('PATCH of a made-up or malformed id answers 404 App not found.', async () =
 
 test('PATCH of a deleted app answers 404 App not found.', async () => {
   const app = await createApp(service, project.key);
-  assertOk(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: project.key }));
+  assertSuccess(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: project.key }));
   assertError(await patch(app.id, { name: 'x' }), 404, 'App not found.');
   assertError(await patch(app.id, { type: 'private' }), 404, 'App not found.');
 });
 
 test('PATCH needs app:write', async () => {
   const app = await createApp(service, project.key, { name: 'Scoped' });
-  const reader = assertOk(await service.request('POST', '/v1/key', { key: project.key, body: { name: 'reader', scope: ['app:read'] } }), 201);
+  const reader = assertSuccess(await service.request('POST', '/v1/key', { key: project.key, body: { name: 'reader', scope: ['app:read'] } }), 201);
   assertError(await patch(app.id, { name: 'x' }, reader.key), 403, 'The API key is missing the required scope: app:write');
   assert.equal((await getApp(service, project.key, app.id)).name, 'Scoped');
 });

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertError, assertSuccess } from '../support/assertions.ts';
+import { workspaceFails, workspaceOk } from '../support/cli.ts';
+import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import {
-  appBody, assertError, assertOk, createApp, getApp, ID, LOGO_BYTES, logoFile, waitForTotals, workspaceFails, workspaceOk,
-} from './helpers.ts';
+import { sleep } from '../support/wait.ts';
+import { appBody, createApp, getApp, LOGO_BYTES, logoFile, waitForTotals } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -21,7 +23,7 @@ test('plan set --custom-apps false prints one JSON object, exits 0, and closes a
   const p = await service.createProject('Plan closed');
   await workspaceOk(service, ['plan', 'set', p.projectId, '--custom-apps', 'false']);
   assertError(await service.request('POST', '/v1/app/create', { key: p.key, body: appBody() }), 402,
-    'The current billing plan does not allow custom app creation for this project.', 'Payment Required');
+    'The current billing plan does not allow custom app creation for this project.');
   await workspaceOk(service, ['plan', 'set', p.projectId, '--custom-apps', 'true']);
   await createApp(service, p.key);
 });
@@ -31,7 +33,7 @@ test('plan set --app-limit N sets the limit', async () => {
   await workspaceOk(service, ['plan', 'set', p.projectId, '--app-limit', '1']);
   await createApp(service, p.key);
   assertError(await service.request('POST', '/v1/app/create', { key: p.key, body: appBody() }), 402,
-    'The current billing plan app limit has been reached for this project.', 'Payment Required');
+    'The current billing plan app limit has been reached for this project.');
 });
 
 test('app logo attaches the file as the logo and prints one JSON object', async () => {
@@ -81,7 +83,7 @@ test('unknown ids exit non-zero with a message on stderr', async () => {
   await workspaceFails(service, ['run', 'record', '--app', MADE_UP_APP, '--project', project.projectId, '--status', 'succeeded']);
   const app = await createApp(service, project.key);
   await workspaceFails(service, ['run', 'record', '--app', app.id, '--project', MADE_UP_PROJECT, '--status', 'succeeded']);
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await sleep(300);
   const { rows } = await service.db.query('SELECT count(*)::int AS n FROM runs WHERE app_id IN ($1, $2) OR project_id = $3', [MADE_UP_APP, app.id, MADE_UP_PROJECT]);
   assert.equal(rows[0].n, 0, 'no run recorded for unknown ids');
   const jobs = await service.db.query("SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'run.finished' AND (data->>'app_id' IN ($1, $2) OR data->>'project_id' = $3)", [MADE_UP_APP, app.id, MADE_UP_PROJECT]);
@@ -90,7 +92,7 @@ test('unknown ids exit non-zero with a message on stderr', async () => {
 
 test('a deleted app is unknown to the app commands', async () => {
   const app = await createApp(service, project.key, { status: 'draft' });
-  assertOk(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: project.key }));
+  assertSuccess(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: project.key }));
   await workspaceFails(service, ['app', 'activate', app.id]);
   await workspaceFails(service, ['app', 'logo', app.id, '--file', logoFile(LOGO_BYTES.png, 'logo.png')]);
   await workspaceFails(service, ['run', 'record', '--app', app.id, '--project', project.projectId, '--status', 'succeeded']);

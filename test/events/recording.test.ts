@@ -9,32 +9,26 @@ import { expireDueKeys, insertKey } from '../../domain/keys.ts';
 import { disableConsumer, disableProject } from '../../domain/projects.ts';
 import { change } from '../../domain/services.ts';
 import { newId } from '../../lib/ids.ts';
+import { envelope, MESSAGES } from '../support/assertions.ts';
+import { ID } from '../support/ids.ts';
+import { Secrets } from '../support/secrets.ts';
 import { TestService, type TestProject } from '../support/service.ts';
+import { nowSeconds, sleep } from '../support/wait.ts';
 
 let service: TestService;
 /** Every secret this file has seen: none may appear in an event or in the log. */
-const secrets: string[] = [];
+const secrets = new Secrets();
 
 const WORKSPACE = { origin: 'workspace', ip: '127.0.0.1' } as const;
-const KEY_REFUSED = { code: 403, title: 'Forbidden', response: "The API key doesn't have permissions to perform the request." };
+const KEY_REFUSED = envelope(403, MESSAGES.refused);
 
 before(async () => {
   service = await TestService.start();
 });
 after(() => service.stop());
 
-async function project(name: string): Promise<TestProject> {
-  const made = await service.createProject(name);
-  secrets.push(made.key);
-  return made;
-}
-
-async function createKey(owner: TestProject, body: Record<string, unknown>): Promise<{ id: string; key: string; created_at: number }> {
-  const reply = await service.request('POST', '/v1/key', { key: owner.key, body });
-  assert.equal(reply.status, 201, reply.text);
-  secrets.push(reply.body.response.key);
-  return { id: reply.body.response.id, key: reply.body.response.key, created_at: reply.body.response.created_at };
-}
+const project = (name: string) => secrets.project(service, name);
+const createKey = (owner: TestProject, body: Record<string, unknown>) => secrets.key(service, owner.key, body);
 
 interface EventRow {
   id: string;
@@ -76,16 +70,6 @@ function unixOf(value: Date): number {
   return Math.floor(value.getTime() / 1000);
 }
 
-/** No secret of this file, nor the hex of its hash, appears in the text. */
-function assertNoSecretIn(text: string, what: string): void {
-  for (const secret of secrets) {
-    assert.ok(!text.includes(secret), `${what} holds a key secret`);
-    const hash = createHash('sha256').update(secret).digest();
-    assert.ok(!text.includes(hash.toString('hex')), `${what} holds a secret hash (hex)`);
-    assert.ok(!text.includes(hash.toString('base64')), `${what} holds a secret hash (base64)`);
-  }
-}
-
 /**
  * The one event of `type` for a record, checked field by field against the database and, when the
  * project can still read its trail, against GET /v1/event/<id>.
@@ -98,7 +82,7 @@ async function expectOneEvent(relatedId: string, expected: {
   const matching = all.filter((e) => e.type_name === expected.type);
   assert.equal(matching.length, 1, `exactly one ${expected.type} for ${relatedId}, found ${matching.length}`);
   const event = matching[0]!;
-  assert.match(event.id, /^evnt_[0-9a-f]{20}$/);
+  assert.match(event.id, ID.event);
   assert.equal(event.project_id, expected.projectId);
   assert.equal(event.type_id, await typeId(expected.type));
   assert.equal(event.related_table, expected.table);
@@ -106,7 +90,7 @@ async function expectOneEvent(relatedId: string, expected: {
   assert.equal(event.ip_address, expected.ip);
   assert.deepEqual(event.details, expected.details);
   assert.equal(event.created_at, expected.createdAt);
-  assertNoSecretIn(event.raw, `the ${expected.type} event row`);
+  secrets.assertNoneIn(event.raw, `the ${expected.type} event row`);
 
   if (expected.readWith) {
     const reply = await service.request('GET', `/v1/event/${event.id}`, { key: expected.readWith });
@@ -125,7 +109,7 @@ async function expectOneEvent(relatedId: string, expected: {
         created_at: expected.createdAt,
       },
     });
-    assertNoSecretIn(reply.text, `GET /v1/event/${event.id}`);
+    secrets.assertNoneIn(reply.text, `GET /v1/event/${event.id}`);
   }
   return event;
 }
@@ -153,17 +137,17 @@ test('createProject records project.created and its first key.created, origin wo
 test('POST /v1/key records one key.created with origin api, the caller\'s address and no secret', async () => {
   const p = await project('Key created');
   await service.waitForEvents(p.projectId, 2);
-  const expiresAt = Math.floor(Date.now() / 1000) + 86_400;
+  const expiresAt = nowSeconds() + 86_400;
   const made = await createKey(p, { name: 'Recorded key', scope: ['key:read', 'event:read', 'key:read'], expires_at: expiresAt });
   const never = await createKey(p, { name: 'Never expires', scope: ['app:*'], expires_at: 0 });
 
   await expectOneEvent(made.id, {
     type: 'key.created', projectId: p.projectId, table: 'key', origin: 'api', ip: '127.0.0.1',
-    details: { name: 'Recorded key', scope: ['key:read', 'event:read'], expires_at: expiresAt }, createdAt: made.created_at, readWith: p.key,
+    details: { name: 'Recorded key', scope: ['key:read', 'event:read'], expires_at: expiresAt }, createdAt: made.object.created_at, readWith: p.key,
   });
   await expectOneEvent(never.id, {
     type: 'key.created', projectId: p.projectId, table: 'key', origin: 'api', ip: '127.0.0.1',
-    details: { name: 'Never expires', scope: ['app:*'], expires_at: null }, createdAt: never.created_at, readWith: made.key,
+    details: { name: 'Never expires', scope: ['app:*'], expires_at: null }, createdAt: never.object.created_at, readWith: made.key,
   });
   assert.equal((await eventsOf(made.id)).length, 1);
   assert.equal((await eventsOf(never.id)).length, 1);
@@ -211,8 +195,8 @@ test('DELETE /v1/key/<id> records one key.revoked; revoking again records nothin
 
 test('expiry records one key.expired with origin system', async () => {
   const p = await project('Key expired');
-  const doomed = await createKey(p, { name: 'To expire', expires_at: Math.floor(Date.now() / 1000) + 3600 });
-  const survivor = await createKey(p, { name: 'Stays', expires_at: Math.floor(Date.now() / 1000) + 3600 });
+  const doomed = await createKey(p, { name: 'To expire', expires_at: nowSeconds() + 3600 });
+  const survivor = await createKey(p, { name: 'Stays', expires_at: nowSeconds() + 3600 });
   await service.waitForEvents(p.projectId, 4);
   await service.db.query("UPDATE api_keys SET expires_at = now_seconds() - interval '30 seconds' WHERE id = $1", [doomed.id]);
   const { rows: [due] } = await service.db.query('SELECT expires_at FROM api_keys WHERE id = $1', [doomed.id]);
@@ -290,18 +274,18 @@ test('a change that rolls back leaves no key, no audit job and no event', async 
   await assert.rejects(change(service.services, async (tx) => {
     const { row, secret } = await insertKey(tx, { origin: 'api', ip: '127.0.0.1' }, p.projectId, p.consumerId, input);
     rolledBackId = row.id;
-    secrets.push(secret);
+    secrets.add(secret);
     throw new Error('rollback');
   }), /rollback/);
-  assert.match(rolledBackId, /^papi_[0-9a-f]{20}$/);
+  assert.match(rolledBackId, ID.key);
 
   // Control: the same change, committed, leaves all three.
   const committed = await change(service.services, (tx) =>
     insertKey(tx, { origin: 'api', ip: '127.0.0.1' }, p.projectId, p.consumerId, { ...input, name: 'Committed' }));
-  secrets.push(committed.secret);
+  secrets.add(committed.secret);
 
   await service.waitForJobsDrained();
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await sleep(1500);
   await service.waitForJobsDrained();
 
   const keys = async (id: string) => (await service.db.query('SELECT count(*)::int AS n FROM api_keys WHERE id = $1', [id])).rows[0].n;
@@ -333,7 +317,7 @@ test('the audit writer is idempotent: one job written twice is one event and one
     origin: 'api',
     ip_address: '127.0.0.1',
     details: { name: 'twice' },
-    created_at: Math.floor(Date.now() / 1000) - 60,
+    created_at: nowSeconds() - 60,
   };
   assert.equal(await writeEvent(service.db, job), true);
   assert.equal(await writeEvent(service.db, job), false);
@@ -363,18 +347,14 @@ test('no event anywhere holds a secret or a secret hash', async () => {
   await service.waitForJobsDrained();
   const { rows } = await service.db.query('SELECT row_to_json(e)::text AS raw FROM events e');
   assert.ok(rows.length > 20, 'the file made events');
-  assertNoSecretIn(rows.map((r) => r.raw).join('\n'), 'the events table');
+  secrets.assertNoneIn(rows.map((r) => r.raw).join('\n'), 'the events table');
   const { rows: jobs } = await service.db.query("SELECT data::text AS raw FROM pgboss.job WHERE name = 'audit.write'");
   assert.ok(jobs.length > 20);
-  assertNoSecretIn(jobs.map((r) => r.raw).join('\n'), 'the audit jobs');
+  secrets.assertNoneIn(jobs.map((r) => r.raw).join('\n'), 'the audit jobs');
 });
 
 test('the service log holds no key secret, no secret hash and no Bearer header value', async () => {
-  assert.ok(secrets.length > 10, 'the file made its keys');
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  const text = service.logText();
-  assert.match(text, /\/v1\/key/, 'the log records the requests made');
-  assert.ok(!text.includes('Bearer '), 'no Bearer header value');
-  assert.doesNotMatch(text, /sk-project-[0-9A-Za-z]{8,}/, 'no secret-shaped string');
-  assertNoSecretIn(text, 'the service log');
+  assert.ok(secrets.seen.length > 10, 'the file made its keys');
+  await sleep(500);
+  secrets.assertLogClean(service.logText(), /\/v1\/key/);
 });

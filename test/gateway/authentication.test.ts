@@ -5,8 +5,11 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { disableConsumer, disableProject } from '../../domain/projects.ts';
+import { MESSAGES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
-import { assertError, assertSuccess, createKey, MESSAGES } from './helpers.ts';
+import { nowSeconds } from '../support/wait.ts';
+import { assertError, assertSuccess } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -16,8 +19,6 @@ before(async () => {
   project = await service.createProject();
 });
 after(() => service.stop());
-
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 function assert403(reply: Reply, what: string): void {
   assertError(reply, 403, MESSAGES.refused, what);

@@ -2,8 +2,9 @@
 // Content-Length before reading and enforced while a chunked body streams; before authentication.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertError, assertSuccess, MESSAGES, paddedKeyBody, rawRequest } from './helpers.ts';
+import { assertError, assertSuccess, paddedKeyBody, rawRequest } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;

@@ -4,8 +4,11 @@
 //   6 method not offered 422 · 7 scope 403 · 8 Invalid JSON 400 · 9 plan 402 · 10 validation
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
+import { createKey, type CreatedKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertError, assertGatewayNotFound, createKey, MESSAGES, rawRequest, type CreatedKey } from './helpers.ts';
+import { nowSeconds } from '../support/wait.ts';
+import { assertError, assertGatewayNotFound, rawRequest } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -20,7 +23,7 @@ before(async () => {
   project = await service.createProject();
   eventReader = await createKey(service, project.key, { name: 'event reader', scope: ['event:read'] });
   keyReader = await createKey(service, project.key, { name: 'key reader', scope: ['key:read'] });
-  expired = await createKey(service, project.key, { name: 'expired', expires_at: Math.floor(Date.now() / 1000) + 3600 });
+  expired = await createKey(service, project.key, { name: 'expired', expires_at: nowSeconds() + 3600 });
   await service.db.query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", [expired.id]);
 });
 after(() => service.stop());

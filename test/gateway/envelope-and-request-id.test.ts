@@ -2,8 +2,9 @@
 // X-Request-Id (decisions.md, Operations), a fresh one per request.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
-import { assertError, assertGatewayNotFound, assertRequestId, assertSuccess, MESSAGES, rawRequest } from './helpers.ts';
+import { assertError, assertGatewayNotFound, assertRequestId, assertSuccess, rawRequest } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;

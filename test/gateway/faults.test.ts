@@ -3,8 +3,10 @@
 // The faults are made on purpose inside this file's own database and undone afterwards.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
-import { assertError, assertRequestId, assertSuccess, MESSAGES } from './helpers.ts';
+import { sleep } from '../support/wait.ts';
+import { assertError, assertRequestId, assertSuccess } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -26,7 +28,7 @@ async function waitForLogLine(requestId: string, timeoutMs = 5000): Promise<Arra
   for (;;) {
     const lines = logLinesFor(requestId).filter((line) => Number(line.level) >= 50);
     if (lines.length > 0 || Date.now() > deadline) return lines;
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    await sleep(25);
   }
 }
 
@@ -86,7 +88,7 @@ test('the log never holds a key secret or an Authorization header', async () => 
   const last = await service.request('GET', '/v1/event', { key: project.key });
   // Wait until the last request is in the log, then read all of it.
   const deadline = Date.now() + 5000;
-  while (!service.logText().includes(assertRequestId(last)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+  while (!service.logText().includes(assertRequestId(last)) && Date.now() < deadline) await sleep(25);
   const log = service.logText();
   assert.ok(log.includes(assertRequestId(last)), 'requests are logged');
   for (const secret of secrets) assert.ok(!log.includes(secret), 'a key secret is in the log');

@@ -1,49 +1,15 @@
-// Shared assertions and raw-socket helpers for the gateway tests (not a test file itself).
+// The gateway tests' own helpers (not a test file itself): envelope assertions that also demand
+// an X-Request-Id, the unknown-path answer, and requests on raw connections.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import type { Reply, TestService } from '../support/service.ts';
+import { assertError as assertEnvelopeError, assertSuccess as assertEnvelopeSuccess, MESSAGES } from '../support/assertions.ts';
+import { readReply, type Reply, type TestService } from '../support/service.ts';
 
-export const MESSAGES = {
-  noKey: 'No valid API key provided.',
-  expired: 'The API key has expired.',
-  refused: "The API key doesn't have permissions to perform the request.",
-  tooLarge: 'Request body too large.',
-  unprocessable: 'The parameters were valid but the request failed.',
-  gatewayNotFound: 'The requested resource was not found.',
-  invalidJson: 'Invalid JSON.',
-  internal: 'Internal server error.',
-  notImplemented: 'This endpoint is not implemented yet.',
-  unavailable: 'Service temporarily unavailable. Please retry.',
-  missingScope: (scope: string) => `The API key is missing the required scope: ${scope}`,
-  // api.md names no message for these two; the service's own wording, pinned so it cannot drift.
-  methodNotAllowed: 'The request method is not allowed.',
-  movedPermanently: 'Use HTTPS: repeat the request at the Location given.',
-} as const;
-
-const TITLES: Record<number, string> = {
-  200: 'OK',
-  201: 'Created',
-  301: 'Moved Permanently',
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  402: 'Payment Required',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  413: 'Payload Too Large',
-  422: 'Unprocessable entity',
-  500: 'Internal Server Error',
-  501: 'Not Implemented',
-  503: 'Service Unavailable',
-};
-
-/** The reply is exactly the envelope {code, title, response} for a failure with this message. */
+/** The shared failure assertion, plus the X-Request-Id header every gateway answer carries. */
 export function assertError(reply: Reply, status: number, message: string, what = ''): void {
-  const label = what ? `${what}: ` : '';
-  assert.equal(reply.status, status, `${label}status (body: ${reply.text})`);
-  assert.deepEqual(reply.body, { code: status, title: TITLES[status], response: message }, `${label}envelope`);
+  assertEnvelopeError(reply, status, message, what);
   assertRequestId(reply, what);
 }
 
@@ -56,13 +22,9 @@ export function assertGatewayNotFound(reply: Reply, what = ''): void {
   assertRequestId(reply, what);
 }
 
-/** A success envelope: exactly code, title and response, and the status it names. */
+/** The shared success assertion, plus the X-Request-Id header every gateway answer carries. */
 export function assertSuccess(reply: Reply, status: 200 | 201, what = ''): void {
-  const label = what ? `${what}: ` : '';
-  assert.equal(reply.status, status, `${label}status (body: ${reply.text})`);
-  assert.deepEqual(Object.keys(reply.body ?? {}), ['code', 'title', 'response'], `${label}envelope members`);
-  assert.equal(reply.body.code, status, `${label}code`);
-  assert.equal(reply.body.title, TITLES[status], `${label}title`);
+  assertEnvelopeSuccess(reply, status, what);
   assertRequestId(reply, what);
 }
 
@@ -71,18 +33,6 @@ export function assertRequestId(reply: Reply, what = ''): string {
   assert.equal(typeof id, 'string', `${what ? `${what}: ` : ''}X-Request-Id header present`);
   assert.ok((id as string).length > 0, 'X-Request-Id is not empty');
   return id as string;
-}
-
-export interface CreatedKey {
-  id: string;
-  key: string;
-}
-
-/** A key of the caller's project made through POST /v1/key. */
-export async function createKey(service: TestService, callerKey: string, body: Record<string, unknown>): Promise<CreatedKey> {
-  const reply = await service.request('POST', '/v1/key', { key: callerKey, body });
-  assert.equal(reply.status, 201, `creating a key: ${reply.text}`);
-  return { id: reply.body.response.id, key: reply.body.response.key };
 }
 
 export interface RawOptions {
@@ -117,17 +67,11 @@ export function rawRequest(service: TestService, options: RawOptions): Promise<R
     }, timeoutMs);
     req.on('response', (res) => {
       answered = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
+      readReply(res).then((reply) => {
         clearTimeout(timer);
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown;
-        try { body = JSON.parse(text); } catch { body = undefined; }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        resolve(reply);
         req.destroy();
-      });
-      res.on('error', () => {});
+      }, () => {});
     });
     req.on('error', (err) => {
       // A write cut short after the answer arrived is expected: the service stopped reading.

@@ -2,8 +2,9 @@
 // an empty body counts as {}.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertError, assertSuccess, MESSAGES } from './helpers.ts';
+import { assertError, assertSuccess } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;

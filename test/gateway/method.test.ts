@@ -5,8 +5,9 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
-import { assertError, MESSAGES } from './helpers.ts';
+import { assertError } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;

@@ -3,8 +3,9 @@
 // X-Forwarded-Proto: http gets the same answer.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertError, assertSuccess, MESSAGES, rawRequest } from './helpers.ts';
+import { assertError, assertSuccess, rawRequest } from './helpers.ts';
 
 describe('plain-HTTP listener', () => {
   let service: TestService;

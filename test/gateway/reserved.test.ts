@@ -2,8 +2,10 @@
 // /v1/catalog (each also /<id>) and GET /v1/run-usage/summary are known paths: authentication
 // and scope apply, then 501 `This endpoint is not implemented yet.`
 import { after, before, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertError, assertGatewayNotFound, createKey, MESSAGES } from './helpers.ts';
+import { assertError, assertGatewayNotFound } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;

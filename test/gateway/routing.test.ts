@@ -2,8 +2,10 @@
 // after authentication; a known path with a method it does not offer is 422.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertError, assertGatewayNotFound, MESSAGES } from './helpers.ts';
+import { nowSeconds } from '../support/wait.ts';
+import { assertError, assertGatewayNotFound } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -62,7 +64,7 @@ test('an unknown path without a key is 401: authentication comes first', async (
 test('an unknown path with an unknown key is 403, with an expired key 401', async () => {
   assertError(await service.request('GET', '/v1/nothing-here', { key: 'sk-project-nosuchkey' }), 403, MESSAGES.refused);
   const created = await service.request('POST', '/v1/key', {
-    key: project.key, body: { name: 'expiring', expires_at: Math.floor(Date.now() / 1000) + 3600 },
+    key: project.key, body: { name: 'expiring', expires_at: nowSeconds() + 3600 },
   });
   assert.equal(created.status, 201);
   await service.db.query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", [created.body.response.id]);

@@ -2,8 +2,10 @@
 // exact scope; otherwise 403 naming the wanted scope, before any work or record lookup.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
+import { createKey, type CreatedKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertError, assertSuccess, createKey, MESSAGES, type CreatedKey } from './helpers.ts';
+import { assertError, assertSuccess } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;

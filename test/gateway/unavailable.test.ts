@@ -4,8 +4,9 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
+import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
-import { assertError, assertSuccess, MESSAGES } from './helpers.ts';
+import { assertError, assertSuccess } from './helpers.ts';
 
 // A loopback port nothing listens on: connections are refused at once.
 const UNREACHABLE = 'postgres://x:y@127.0.0.1:1/none';

@@ -11,8 +11,10 @@ import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, test } from 'node:test';
-import { TestService, type Reply, type TestProject } from '../support/service.ts';
-import { assertError, assertGatewayNotFound, assertSuccess, MESSAGES } from './helpers.ts';
+import { MESSAGES } from '../support/assertions.ts';
+import { readReply, TestService, type Reply, type TestProject } from '../support/service.ts';
+import { sleep } from '../support/wait.ts';
+import { assertError, assertGatewayNotFound, assertSuccess } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -47,15 +49,7 @@ async function upgradeRequest(options: { plain?: boolean; path: string; headers:
         resolve({ status: res.statusCode ?? 0, headers: res.headers, text: '', body: undefined });
       });
       req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          clearTimeout(timer);
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown;
-          try { body = JSON.parse(text); } catch { body = undefined; }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
-        });
+        readReply(res).then((answer) => { clearTimeout(timer); resolve(answer); }, () => {});
       });
       req.end();
     });
@@ -101,7 +95,7 @@ test('an Upgrade request over plain HTTP gets the 301, and a client giving up on
   try {
     reply = await upgradeRequest({ plain: true, path: '/v1/key?x=1', headers: WEBSOCKET });
     // Give a socket error raised by a reset the time to surface.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
   } finally {
     process.removeListener('uncaughtException', onCrash);
   }

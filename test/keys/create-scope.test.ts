@@ -2,8 +2,9 @@
 // request is refused (403), never trimmed. The default ["*"] applies no narrowing.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertError } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertFailure, createKey } from './helpers.ts';
 
 const WIDER = 'Cannot create a key with wider scope than the calling key.';
 
@@ -29,7 +30,7 @@ async function keyCount(): Promise<number> {
 async function refused(callerKey: string, body: Record<string, unknown>): Promise<void> {
   const count = await keyCount();
   const reply = await service.request('POST', '/v1/key', { key: callerKey, body });
-  assertFailure(reply, 403, WIDER);
+  assertError(reply, 403, WIDER);
   assert.equal(await keyCount(), count, 'a key was created although the request was refused');
 }
 

@@ -2,8 +2,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import { assertError, assertSuccess } from '../support/assertions.ts';
+import { ID, SECRET } from '../support/ids.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertFailure, assertSuccess, createKey, KEY_FIELDS, KEY_ID, keyRow, nowSeconds, SECRET } from './helpers.ts';
+import { nowSeconds } from '../support/wait.ts';
+import { KEY_FIELDS, keyRow } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -27,7 +31,7 @@ test('201 `Created` with the key object, the secret once, and defaults', async (
   const after = nowSeconds();
   const key = assertSuccess(reply, 201);
   assert.deepEqual(Object.keys(key).sort(), [...KEY_FIELDS, 'key'].sort());
-  assert.match(key.id, KEY_ID);
+  assert.match(key.id, ID.key);
   assert.equal(key.object, 'api_key');
   assert.equal(key.name, 'Deploy key');
   assert.match(key.key, SECRET);
@@ -111,22 +115,22 @@ test('the secret never appears again: not in the list, nor reading the key', asy
 test('name: absent, null or blank gives 422 `name is required.`', async () => {
   const count = await keyCount();
   for (const body of [{}, { name: null }, { name: '' }, { name: '   ' }, { name: '\t\n' }, { scope: ['*'] }]) {
-    assertFailure(await post(body), 422, 'name is required.');
+    assertError(await post(body), 422, 'name is required.');
   }
   // An empty body counts as `{}`.
-  assertFailure(await service.request('POST', '/v1/key', { key: project.key }), 422, 'name is required.');
+  assertError(await service.request('POST', '/v1/key', { key: project.key }), 422, 'name is required.');
   assert.equal(await keyCount(), count);
 });
 
 test('name: a non-string gives 422 `name must be a string.`', async () => {
   for (const name of [5, 0, true, false, ['a'], { a: 1 }]) {
-    assertFailure(await post({ name }), 422, 'name must be a string.');
+    assertError(await post({ name }), 422, 'name must be a string.');
   }
 });
 
 test('name: over 200 characters gives 422 `name must be at most 200 characters.`; 200 is accepted', async () => {
-  assertFailure(await post({ name: 'a'.repeat(201) }), 422, 'name must be at most 200 characters.');
-  assertFailure(await post({ name: 'é'.repeat(300) }), 422, 'name must be at most 200 characters.');
+  assertError(await post({ name: 'a'.repeat(201) }), 422, 'name must be at most 200 characters.');
+  assertError(await post({ name: 'é'.repeat(300) }), 422, 'name must be at most 200 characters.');
   const made = await createKey(service, project.key, { name: 'a'.repeat(200) });
   assert.equal(made.object.name, 'a'.repeat(200));
   // Characters, not bytes: 200 two-byte characters are within the limit.
@@ -137,7 +141,7 @@ test('name: over 200 characters gives 422 `name must be at most 200 characters.`
 test('scope as a string or an object gives 400 `scope must be an array.`', async () => {
   const count = await keyCount();
   for (const scope of ['key:read', '*', '', { 0: 'key:read' }, {}, { scope: ['key:read'] }]) {
-    assertFailure(await post({ name: 'n', scope }), 400, 'scope must be an array.');
+    assertError(await post({ name: 'n', scope }), 400, 'scope must be an array.');
   }
   assert.equal(await keyCount(), count);
 });
@@ -154,11 +158,11 @@ test('an unknown scope entry gives 422 `Unknown scope: <entry>.`', async () => {
     [[5], 'Unknown scope: 5.'],
     [['app:read', 7], 'Unknown scope: 7.'],
   ];
-  for (const [scope, message] of cases) assertFailure(await post({ name: 'n', scope }), 422, message);
+  for (const [scope, message] of cases) assertError(await post({ name: 'n', scope }), 422, message);
 });
 
 test('an empty scope array gives 422 `scope must name at least one scope.`', async () => {
-  assertFailure(await post({ name: 'n', scope: [] }), 422, 'scope must name at least one scope.');
+  assertError(await post({ name: 'n', scope: [] }), 422, 'scope must name at least one scope.');
 });
 
 test('every resource and action in decisions.md is a known scope', async () => {
@@ -181,10 +185,10 @@ test('expires_at that is not a future Unix time in seconds gives 422', async () 
   const now = nowSeconds();
   const count = await keyCount();
   for (const expires_at of [now - 10, 1, -5, -1, now + 100.5, 1.5, String(now + 3600), '0', true, [now + 3600], { at: now + 3600 }, 1e15, 9_999_999_999_999, Number.MAX_SAFE_INTEGER, 1e300]) {
-    assertFailure(await post({ name: 'n', expires_at }), 422, 'expires_at must be a future Unix time in seconds.');
+    assertError(await post({ name: 'n', expires_at }), 422, 'expires_at must be a future Unix time in seconds.');
   }
   // Milliseconds by mistake are absurdly far away.
-  assertFailure(await post({ name: 'n', expires_at: Date.now() + 3_600_000 }), 422, 'expires_at must be a future Unix time in seconds.');
+  assertError(await post({ name: 'n', expires_at: Date.now() + 3_600_000 }), 422, 'expires_at must be a future Unix time in seconds.');
   assert.equal(await keyCount(), count);
 });
 
@@ -227,13 +231,13 @@ test('creating records one `key.created` event with origin `api`', async () => {
 
 test('a body that is not a JSON object gives 400 `Invalid JSON.`', async () => {
   for (const body of ['[]', '"name"', '{"name": ', 'null']) {
-    assertFailure(await service.request('POST', '/v1/key', { key: project.key, body }), 400, 'Invalid JSON.');
+    assertError(await service.request('POST', '/v1/key', { key: project.key, body }), 400, 'Invalid JSON.');
   }
 });
 
 test('creating a key needs key:write', async () => {
   const reader = await createKey(service, project.key, { name: 'reader', scope: ['key:read'] });
   const count = await keyCount();
-  assertFailure(await post({ name: 'n', scope: ['key:read'] }, reader.key), 403, 'The API key is missing the required scope: key:write');
+  assertError(await post({ name: 'n', scope: ['key:read'] }, reader.key), 403, 'The API key is missing the required scope: key:write');
   assert.equal(await keyCount(), count);
 });

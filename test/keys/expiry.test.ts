@@ -3,8 +3,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { expireDueKeys } from '../../domain/keys.ts';
+import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService } from '../support/service.ts';
-import { assertFailure, assertSuccess, createKey, EXPIRED, keyRow, nowSeconds } from './helpers.ts';
+import { nowSeconds, sleep } from '../support/wait.ts';
+import { keyRow } from './helpers.ts';
 
 let service: TestService;
 
@@ -36,7 +39,7 @@ test('a key whose expires_at has passed answers 401 at once, before any job ran,
     assert.equal((await keyRow(service, made.id))!.status, 'activated', 'the row was already marked expired');
 
     for (const [method, path] of [['GET', '/v1/key/current'], ['GET', '/v1/key'], ['GET', `/v1/key/${made.id}`], ['POST', '/v1/key'], ['GET', '/v1/app/list'], ['GET', '/v1/nope']]) {
-      assertFailure(await service.request(method!, path!, { key: made.key, body: method === 'POST' ? { name: 'n' } : undefined }), 401, EXPIRED);
+      assertError(await service.request(method!, path!, { key: made.key, body: method === 'POST' ? { name: 'n' } : undefined }), 401, MESSAGES.expired);
     }
 
     const list = assertSuccess(await service.request('GET', '/v1/key', { key: project.key }));
@@ -61,7 +64,7 @@ test('a key answers 401 from the second expires_at is reached', async () => {
   assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
   // Bring the expiry to this very second instead of waiting for it.
   await service.db.query('UPDATE api_keys SET expires_at = now() WHERE id = $1', [made.id]);
-  assertFailure(await service.request('GET', '/v1/key/current', { key: made.key }), 401, EXPIRED);
+  assertError(await service.request('GET', '/v1/key/current', { key: made.key }), 401, MESSAGES.expired);
 });
 
 test('the expiry job marks the key `expired` and records exactly one `key.expired` event, origin system', async () => {
@@ -102,7 +105,7 @@ test('the expiry job marks the key `expired` and records exactly one `key.expire
   const list = assertSuccess(await service.request('GET', '/v1/key', { key: project.key }));
   assert.equal(list.data.find((k: any) => k.id === made.id).status, 'expired');
   assert.equal(list.total, 4);
-  assertFailure(await service.request('GET', '/v1/key/current', { key: made.key }), 401, EXPIRED);
+  assertError(await service.request('GET', '/v1/key/current', { key: made.key }), 401, MESSAGES.expired);
   assertSuccess(await service.request('GET', '/v1/key/current', { key: keep.key }));
 });
 
@@ -114,7 +117,7 @@ test('the scheduled worker expires due keys on its own', { timeout: 90_000 }, as
   const deadline = Date.now() + 80_000;
   while ((await keyRow(service, made.id))!.status !== 'expired') {
     assert.ok(Date.now() < deadline, 'the worker did not expire the key within 80 s');
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await sleep(250);
   }
   await service.waitForJobsDrained();
   assert.equal(await keyExpiredEvents(made.id), 1);

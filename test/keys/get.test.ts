@@ -1,8 +1,11 @@
 // GET /v1/key/<key_id>: one key of the calling project; everything else is the same 404.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertFailure, assertSuccess, createKey, KEY_FIELDS, KEY_NOT_FOUND } from './helpers.ts';
+import { nowSeconds } from '../support/wait.ts';
+import { KEY_FIELDS } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -16,7 +19,7 @@ before(async () => {
 after(() => service.stop());
 
 test('GET /v1/key/<id> answers one of the project\'s keys, without its secret', async () => {
-  const future = Math.floor(Date.now() / 1000) + 86_400;
+  const future = nowSeconds() + 86_400;
   const made = await createKey(service, project.key, { name: 'Reader', scope: ['key:read', 'app:read'], expires_at: future });
   const reply = await service.request('GET', `/v1/key/${made.id}`, { key: project.key });
   const key = assertSuccess(reply);
@@ -75,7 +78,7 @@ test('another project\'s key, a made-up id and a malformed id all give the ident
   ];
   for (const id of candidates) {
     const reply = await service.request('GET', `/v1/key/${id}`, { key: project.key });
-    assertFailure(reply, 404, KEY_NOT_FOUND);
+    assertError(reply, 404, MESSAGES.keyNotFound);
   }
   // The other project still reads its own key.
   assert.equal(assertSuccess(await service.request('GET', `/v1/key/${theirs.id}`, { key: other.key })).id, theirs.id);
@@ -85,11 +88,11 @@ test('a revoked key answers 404 `API key not found.`', async () => {
   const made = await createKey(service, project.key, { name: 'to revoke' });
   assert.equal(assertSuccess(await service.request('GET', `/v1/key/${made.id}`, { key: project.key })).status, 'activated');
   assertSuccess(await service.request('DELETE', `/v1/key/${made.id}`, { key: project.key }));
-  assertFailure(await service.request('GET', `/v1/key/${made.id}`, { key: project.key }), 404, KEY_NOT_FOUND);
+  assertError(await service.request('GET', `/v1/key/${made.id}`, { key: project.key }), 404, MESSAGES.keyNotFound);
 });
 
 test('an expired key reads with status `expired`', async () => {
-  const made = await createKey(service, project.key, { name: 'expiring', expires_at: Math.floor(Date.now() / 1000) + 3600 });
+  const made = await createKey(service, project.key, { name: 'expiring', expires_at: nowSeconds() + 3600 });
   await service.db.query("UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1", [made.id]);
   const key = assertSuccess(await service.request('GET', `/v1/key/${made.id}`, { key: project.key }));
   assert.equal(key.status, 'expired');
@@ -97,9 +100,9 @@ test('an expired key reads with status `expired`', async () => {
 
 test('reading a key needs key:read', async () => {
   const made = await createKey(service, project.key, { name: 'apps only', scope: ['app:*'] });
-  assertFailure(await service.request('GET', `/v1/key/${project.keyId}`, { key: made.key }), 403,
+  assertError(await service.request('GET', `/v1/key/${project.keyId}`, { key: made.key }), 403,
     'The API key is missing the required scope: key:read');
-  assertFailure(await service.request('GET', '/v1/key/current', { key: made.key }), 403,
+  assertError(await service.request('GET', '/v1/key/current', { key: made.key }), 403,
     'The API key is missing the required scope: key:read');
   const reader = await createKey(service, project.key, { name: 'key:*', scope: ['key:*'] });
   assert.equal(assertSuccess(await service.request('GET', `/v1/key/${project.keyId}`, { key: reader.key })).id, project.keyId);

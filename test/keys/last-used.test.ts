@@ -1,8 +1,11 @@
 // last_used_at: null until the key is used; written off the request's path, at most once a minute.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertSuccess } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertSuccess, createKey, keyRow, nowSeconds, waitFor } from './helpers.ts';
+import { nowSeconds, sleep, waitFor } from '../support/wait.ts';
+import { keyRow } from './helpers.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -43,7 +46,7 @@ async function barrier(): Promise<void> {
   const since = nowSeconds() - 1;
   assertSuccess(await service.request('GET', '/v1/key/current', { key: fresh.key }));
   await lastUsedSince(fresh.id, since);
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await sleep(300);
 }
 
 test('last_used_at is null until the key is used, then set by an authenticated call', async () => {

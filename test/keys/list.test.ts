@@ -1,8 +1,12 @@
 // GET /v1/key: the project's keys, newest first, paged; never a secret.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertError, assertSuccess } from '../support/assertions.ts';
+import { ID } from '../support/ids.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertFailure, assertSuccess, createKey, KEY_FIELDS, KEY_ID } from './helpers.ts';
+import { nowSeconds } from '../support/wait.ts';
+import { KEY_FIELDS } from './helpers.ts';
 
 let service: TestService;
 
@@ -38,7 +42,7 @@ test('a list object of the project\'s keys, newest first by created_at, without 
   assert.deepEqual(list.data.map((k: any) => k.id), byId);
   for (const key of list.data) {
     assert.deepEqual(Object.keys(key).sort(), KEY_FIELDS);
-    assert.match(key.id, KEY_ID);
+    assert.match(key.id, ID.key);
     assert.equal(key.object, 'api_key');
     assert.equal(key.status, 'activated');
   }
@@ -105,7 +109,7 @@ test('an invalid limit answers 422 `limit must be an integer from 1 to 100.`', a
   const project = await service.createProject();
   for (const query of ['limit=0', 'limit=101', 'limit=-1', 'limit=1.5', 'limit=abc', 'limit=', 'limit=2&limit=3', 'limit=1000']) {
     const reply = await service.request('GET', `/v1/key?${query}`, { key: project.key });
-    assertFailure(reply, 422, 'limit must be an integer from 1 to 100.');
+    assertError(reply, 422, 'limit must be an integer from 1 to 100.');
   }
 });
 
@@ -113,7 +117,7 @@ test('an invalid offset answers 422 `offset must be a non-negative integer.`', a
   const project = await service.createProject();
   for (const query of ['offset=-1', 'offset=1.5', 'offset=abc', 'offset=', 'offset=0&offset=1', 'limit=5&offset=-3']) {
     const reply = await service.request('GET', `/v1/key?${query}`, { key: project.key });
-    assertFailure(reply, 422, 'offset must be a non-negative integer.');
+    assertError(reply, 422, 'offset must be a non-negative integer.');
   }
 });
 
@@ -142,7 +146,7 @@ test('a revoked key disappears from the list and from total', async () => {
 
 test('an expired key stays listed, with status `expired`, and counts in total', async () => {
   const project = await service.createProject();
-  const expiring = await createKey(service, project.key, { name: 'expiring', expires_at: Math.floor(Date.now() / 1000) + 3600 });
+  const expiring = await createKey(service, project.key, { name: 'expiring', expires_at: nowSeconds() + 3600 });
   const { rowCount } = await service.db.query(
     "UPDATE api_keys SET expires_at = now() - interval '5 minutes' WHERE id = $1", [expiring.id]);
   assert.equal(rowCount, 1);
@@ -157,7 +161,7 @@ test('an expired key stays listed, with status `expired`, and counts in total', 
 test('listing needs key:read', async () => {
   const project = await service.createProject();
   const appOnly = await createKey(service, project.key, { name: 'apps', scope: ['app:read'] });
-  assertFailure(await service.request('GET', '/v1/key', { key: appOnly.key }), 403, 'The API key is missing the required scope: key:read');
+  assertError(await service.request('GET', '/v1/key', { key: appOnly.key }), 403, 'The API key is missing the required scope: key:read');
   const keyRead = await createKey(service, project.key, { name: 'reader', scope: ['key:read'] });
   assert.equal(assertSuccess(await service.request('GET', '/v1/key', { key: keyRead.key })).total, 3);
 });

@@ -1,8 +1,10 @@
 // DELETE /v1/key/<key_id>: revokes at once; never the calling key; other projects' keys are 404.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { assertFailure, assertSuccess, createKey, KEY_NOT_FOUND, keyRow, REFUSED } from './helpers.ts';
+import { keyRow } from './helpers.ts';
 
 const IN_USE = 'Cannot revoke the API key currently in use.';
 
@@ -24,8 +26,8 @@ test('200 with {deleted: true, id}; the revoked key is refused on the very next 
   assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
   const reply = await revoke(made.id);
   assert.deepEqual(assertSuccess(reply), { deleted: true, id: made.id });
-  assertFailure(await service.request('GET', '/v1/key/current', { key: made.key }), 403, REFUSED);
-  assertFailure(await service.request('GET', '/v1/key', { key: made.key }), 403, REFUSED);
+  assertError(await service.request('GET', '/v1/key/current', { key: made.key }), 403, MESSAGES.refused);
+  assertError(await service.request('GET', '/v1/key', { key: made.key }), 403, MESSAGES.refused);
   // The same answer as a key that never existed.
   const unknown = await service.request('GET', '/v1/key/current', { key: `sk-project-${'A'.repeat(43)}` });
   assert.deepEqual((await service.request('GET', '/v1/key/current', { key: made.key })).body, unknown.body);
@@ -35,8 +37,8 @@ test('a revoked key with key:write can no longer act', async () => {
   const writer = await createKey(service, project.key, { name: 'writer', scope: ['key:*'] });
   const victim = await createKey(service, project.key, { name: 'victim', scope: ['key:read'] });
   assertSuccess(await revoke(writer.id));
-  assertFailure(await service.request('POST', '/v1/key', { key: writer.key, body: { name: 'n', scope: ['key:read'] } }), 403, REFUSED);
-  assertFailure(await revoke(victim.id, writer.key), 403, REFUSED);
+  assertError(await service.request('POST', '/v1/key', { key: writer.key, body: { name: 'n', scope: ['key:read'] } }), 403, MESSAGES.refused);
+  assertError(await revoke(victim.id, writer.key), 403, MESSAGES.refused);
   assertSuccess(await service.request('GET', '/v1/key/current', { key: victim.key }));
 });
 
@@ -50,15 +52,15 @@ test('the row stays, marked revoked; the key leaves the list and reads as not fo
   const list = assertSuccess(await service.request('GET', '/v1/key?limit=100', { key: project.key }));
   assert.equal(list.total, before.total - 1);
   assert.ok(!list.data.some((k: any) => k.id === made.id));
-  assertFailure(await service.request('GET', `/v1/key/${made.id}`, { key: project.key }), 404, KEY_NOT_FOUND);
+  assertError(await service.request('GET', `/v1/key/${made.id}`, { key: project.key }), 404, MESSAGES.keyNotFound);
 });
 
 test('revoking the calling key, by id or as `current`, gives 422 and the key keeps working', async () => {
-  assertFailure(await revoke(project.keyId), 422, IN_USE);
-  assertFailure(await revoke('current'), 422, IN_USE);
+  assertError(await revoke(project.keyId), 422, IN_USE);
+  assertError(await revoke('current'), 422, IN_USE);
   const made = await createKey(service, project.key, { name: 'self', scope: ['key:*'] });
-  assertFailure(await revoke(made.id, made.key), 422, IN_USE);
-  assertFailure(await revoke('current', made.key), 422, IN_USE);
+  assertError(await revoke(made.id, made.key), 422, IN_USE);
+  assertError(await revoke('current', made.key), 422, IN_USE);
   assert.equal((await keyRow(service, project.keyId))!.status, 'activated');
   assert.equal((await keyRow(service, made.id))!.status, 'activated');
   assert.equal(assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key })).id, made.id);
@@ -68,31 +70,31 @@ test('revoking the calling key, by id or as `current`, gives 422 and the key kee
 test('revoking again answers 404 `API key not found.`', async () => {
   const made = await createKey(service, project.key, { name: 'twice' });
   assertSuccess(await revoke(made.id));
-  assertFailure(await revoke(made.id), 404, KEY_NOT_FOUND);
-  assertFailure(await revoke(made.id), 404, KEY_NOT_FOUND);
+  assertError(await revoke(made.id), 404, MESSAGES.keyNotFound);
+  assertError(await revoke(made.id), 404, MESSAGES.keyNotFound);
 });
 
 test('another project\'s key gives 404 and still works; unknown and malformed ids give the same 404', async () => {
   const theirs = await createKey(service, other.key, { name: 'theirs', scope: ['key:read'] });
-  assertFailure(await revoke(theirs.id), 404, KEY_NOT_FOUND);
-  assertFailure(await revoke(other.keyId), 404, KEY_NOT_FOUND);
+  assertError(await revoke(theirs.id), 404, MESSAGES.keyNotFound);
+  assertError(await revoke(other.keyId), 404, MESSAGES.keyNotFound);
   assert.equal(assertSuccess(await service.request('GET', '/v1/key/current', { key: theirs.key })).id, theirs.id);
   assert.equal((await keyRow(service, theirs.id))!.status, 'activated');
-  for (const id of ['papi_0123456789abcdef0123', 'papi_xyz', 'nonsense']) assertFailure(await revoke(id), 404, KEY_NOT_FOUND);
+  for (const id of ['papi_0123456789abcdef0123', 'papi_xyz', 'nonsense']) assertError(await revoke(id), 404, MESSAGES.keyNotFound);
 });
 
 test('rotation: the replacement revokes the old key', async () => {
   const old = await createKey(service, project.key, { name: 'old', scope: ['key:*'] });
   const replacement = await createKey(service, old.key, { name: 'new', scope: ['key:*'] });
   assert.deepEqual(assertSuccess(await revoke(old.id, replacement.key)), { deleted: true, id: old.id });
-  assertFailure(await service.request('GET', '/v1/key/current', { key: old.key }), 403, REFUSED);
+  assertError(await service.request('GET', '/v1/key/current', { key: old.key }), 403, MESSAGES.refused);
   assert.equal(assertSuccess(await service.request('GET', '/v1/key/current', { key: replacement.key })).id, replacement.id);
 });
 
 test('revoking needs key:write', async () => {
   const reader = await createKey(service, project.key, { name: 'reader', scope: ['key:read'] });
   const target = await createKey(service, project.key, { name: 'target' });
-  assertFailure(await revoke(target.id, reader.key), 403, 'The API key is missing the required scope: key:write');
+  assertError(await revoke(target.id, reader.key), 403, 'The API key is missing the required scope: key:write');
   assert.equal((await keyRow(service, target.id))!.status, 'activated');
 });
 

@@ -16,6 +16,7 @@ import { createPool } from '../../lib/db.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
 import { startJobWorkers, type JobWorkers } from '../../workers/job-workers.ts';
+import { waitFor } from './wait.ts';
 
 export interface Reply {
   status: number;
@@ -157,25 +158,28 @@ export class TestService {
 
   /** Waits until the project holds `count` events (the audit worker runs asynchronously). */
   async waitForEvents(projectId: string, count: number, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
+    let n = 0;
+    await waitFor(() => `project ${projectId} has ${n} events, wanted ${count}`, async () => {
       const { rows } = await this.db.query('SELECT count(*)::int AS n FROM events WHERE project_id = $1', [projectId]);
-      if (rows[0].n >= count) return;
-      if (Date.now() > deadline) throw new Error(`project ${projectId} has ${rows[0].n} events, wanted ${count}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+      n = rows[0].n;
+      return n >= count ? true : undefined;
+    }, timeoutMs);
   }
 
   /** Waits until no audit job is pending or running. */
-  async waitForJobsDrained(timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
+  waitForJobsDrained(timeoutMs = 10_000): Promise<void> {
+    return this.waitForJobsIdle(['audit.write'], timeoutMs);
+  }
+
+  /** Waits until no job of these queues is pending or running. */
+  async waitForJobsIdle(queues: string[], timeoutMs = 10_000): Promise<void> {
+    let n = 0;
+    await waitFor(() => `${n} ${queues.join('/')} jobs still pending`, async () => {
       const { rows } = await this.db.query(
-        "SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'audit.write' AND state IN ('created', 'retry', 'active')");
-      if (rows[0].n === 0) return;
-      if (Date.now() > deadline) throw new Error(`${rows[0].n} audit jobs still pending`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+        "SELECT count(*)::int AS n FROM pgboss.job WHERE name = ANY($1) AND state IN ('created', 'retry', 'active')", [queues]);
+      n = rows[0].n;
+      return n === 0 ? true : undefined;
+    }, timeoutMs);
   }
 
   logText(): string {
@@ -185,18 +189,23 @@ export class TestService {
 
 function send(req: http.ClientRequest, payload: Buffer | undefined): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown;
-        try { body = JSON.parse(text); } catch { body = undefined; }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
-      });
-      res.on('error', reject);
-    });
+    req.on('response', (res) => { readReply(res).then(resolve, reject); });
     req.on('error', reject);
     req.end(payload);
+  });
+}
+
+/** Reads a response to its end: the status, the headers, the text and, when it is JSON, the body. */
+export function readReply(res: http.IncomingMessage): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      let body: unknown;
+      try { body = JSON.parse(text); } catch { body = undefined; }
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+    });
+    res.on('error', reject);
   });
 }

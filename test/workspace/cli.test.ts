@@ -2,17 +2,18 @@
 // test's own database prints one JSON object and exits 0, or a message on stderr and a non-zero
 // exit; its changes carry origin `workspace` and its keys work against the HTTPS API.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { TestService, type TestProject } from '../support/service.ts';
+import { envelope, MESSAGES } from '../support/assertions.ts';
+import { assertCliFailed, assertCliSucceeded, runWorkspace, type CliOutcome } from '../support/cli.ts';
+import { ID, SECRET } from '../support/ids.ts';
+import { Secrets } from '../support/secrets.ts';
+import { TestService } from '../support/service.ts';
+import { sleep } from '../support/wait.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const KEY_REFUSED = { code: 403, title: 'Forbidden', response: "The API key doesn't have permissions to perform the request." };
+const KEY_REFUSED = envelope(403, MESSAGES.refused);
 
 let service: TestService;
-const secrets: string[] = [];
+const secrets = new Secrets();
 /** Everything the command line wrote on stderr in this file. */
 const stderrSeen: string[] = [];
 
@@ -21,52 +22,11 @@ before(async () => {
 });
 after(() => service.stop());
 
-interface Outcome {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function workspace(args: string[], timeoutMs = 60_000): Promise<Outcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/workspace.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: service.databaseUrl, LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', (err) => { clearTimeout(timer); reject(err); });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      stderrSeen.push(stderr);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-}
-
-/** Exit 0 and exactly one line on stdout holding one JSON object. */
-function succeeded(outcome: Outcome): Record<string, any> {
-  assert.equal(outcome.signal, null, `killed: ${outcome.stderr}`);
-  assert.equal(outcome.code, 0, `exit ${outcome.code}: ${outcome.stderr}`);
-  assert.match(outcome.stdout, /^[^\n]+\n$/, 'exactly one line on stdout');
-  const value = JSON.parse(outcome.stdout);
-  assert.equal(typeof value, 'object');
-  assert.ok(value !== null && !Array.isArray(value), 'a JSON object');
-  return value;
-}
-
-/** A non-zero exit (not a kill), a message on stderr, nothing on stdout. */
-function failed(outcome: Outcome, what: string): void {
-  assert.equal(outcome.signal, null, `${what}: killed`);
-  assert.equal(typeof outcome.code, 'number', what);
-  assert.notEqual(outcome.code, 0, `${what}: exit code`);
-  assert.equal(outcome.stdout, '', `${what}: stdout`);
-  assert.ok(outcome.stderr.trim().length > 0, `${what}: a message on stderr`);
+/** Runs the command line on this file's database, keeping what it wrote on stderr. */
+async function workspace(args: string[]): Promise<CliOutcome> {
+  const outcome = await runWorkspace(service, args);
+  stderrSeen.push(outcome.stderr);
+  return outcome;
 }
 
 async function eventsOf(relatedId: string) {
@@ -81,23 +41,19 @@ async function allEventCount(): Promise<number> {
   return rows[0].n;
 }
 
-async function helper(name: string): Promise<TestProject> {
-  const made = await service.createProject(name);
-  secrets.push(made.key);
-  return made;
-}
+const helper = (name: string) => secrets.project(service, name);
 
 test('project create --name prints the new project, consumer and * key; the key works over HTTPS', async () => {
-  const made = succeeded(await workspace(['project', 'create', '--name', 'CLI project']));
+  const made = assertCliSucceeded(await workspace(['project', 'create', '--name', 'CLI project']));
   assert.deepEqual(Object.keys(made), ['project', 'consumer', 'key']);
   assert.deepEqual(Object.keys(made.project), ['id']);
   assert.deepEqual(Object.keys(made.consumer), ['id']);
   assert.deepEqual(Object.keys(made.key), ['id', 'key']);
-  assert.match(made.project.id, /^proj_[0-9a-f]{20}$/);
-  assert.match(made.consumer.id, /^cons_[0-9a-f]{20}$/);
-  assert.match(made.key.id, /^papi_[0-9a-f]{20}$/);
-  assert.match(made.key.key, /^sk-project-[0-9A-Za-z]{43,}$/);
-  secrets.push(made.key.key);
+  assert.match(made.project.id, ID.project);
+  assert.match(made.consumer.id, ID.consumer);
+  assert.match(made.key.id, ID.key);
+  assert.match(made.key.key, SECRET);
+  secrets.add(made.key.key);
 
   const current = await service.request('GET', '/v1/key/current', { key: made.key.key });
   assert.equal(current.status, 200, current.text);
@@ -137,7 +93,7 @@ test('project disable <proj_id> disables the project: its key gets 403, other pr
   await service.waitForEvents(target.projectId, 2);
   assert.equal((await service.request('GET', '/v1/key/current', { key: target.key })).status, 200);
 
-  const out = succeeded(await workspace(['project', 'disable', target.projectId]));
+  const out = assertCliSucceeded(await workspace(['project', 'disable', target.projectId]));
   assert.equal(out.project?.id, target.projectId);
 
   const refused = await service.request('GET', '/v1/key/current', { key: target.key });
@@ -162,7 +118,7 @@ test('consumer disable <cons_id> disables the consumer: its key gets 403', async
   await service.waitForEvents(target.projectId, 2);
   assert.equal((await service.request('GET', '/v1/key/current', { key: target.key })).status, 200);
 
-  const out = succeeded(await workspace(['consumer', 'disable', target.consumerId]));
+  const out = assertCliSucceeded(await workspace(['consumer', 'disable', target.consumerId]));
   assert.equal(out.consumer?.id, target.consumerId);
 
   const refused = await service.request('GET', '/v1/event', { key: target.key });
@@ -191,9 +147,9 @@ test('an unknown id exits non-zero with a message on stderr, nothing on stdout, 
     workspace(['consumer', 'disable', 'cons_00000000000000000000']),
     workspace(['project', 'disable', p.consumerId]),
   ]);
-  failed(noProject, 'project disable <unknown>');
-  failed(noConsumer, 'consumer disable <unknown>');
-  failed(notAnId, 'project disable <a consumer id>');
+  assertCliFailed(noProject, 'project disable <unknown>');
+  assertCliFailed(noConsumer, 'consumer disable <unknown>');
+  assertCliFailed(notAnId, 'project disable <a consumer id>');
 
   await service.waitForJobsDrained();
   assert.equal(await allEventCount(), before);
@@ -211,18 +167,11 @@ test('an unknown command, or a command missing its argument, exits non-zero', as
     workspace(['project', 'disable']),
   ]);
   const names = ['frobnicate', 'project explode', '(nothing)', 'project create without --name', 'project disable without id'];
-  for (const [i, outcome] of outcomes.entries()) failed(outcome, names[i]!);
+  for (const [i, outcome] of outcomes.entries()) assertCliFailed(outcome, names[i]!);
 });
 
 test('neither the service log nor the command line\'s stderr holds a secret, a hash or a Bearer value', async () => {
-  assert.ok(secrets.length >= 5, 'the file made its keys');
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  const text = `${service.logText()}\n${stderrSeen.join('\n')}`;
-  assert.match(text, /\/v1\/key\/current/, 'the log records the requests made');
-  assert.ok(!text.includes('Bearer '));
-  assert.doesNotMatch(text, /sk-project-[0-9A-Za-z]{8,}/);
-  for (const secret of secrets) {
-    assert.ok(!text.includes(secret), 'a key secret');
-    assert.ok(!text.includes(createHash('sha256').update(secret).digest('hex')), 'a secret hash');
-  }
+  assert.ok(secrets.seen.length >= 5, 'the file made its keys');
+  await sleep(500);
+  secrets.assertLogClean(`${service.logText()}\n${stderrSeen.join('\n')}`, /\/v1\/key\/current/, 'the log and stderr');
 });
