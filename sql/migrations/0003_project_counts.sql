@@ -1,17 +1,25 @@
 -- Per-project counts of listed keys and live apps, kept by triggers in the changing transaction,
--- so that list totals and the plan's app limit read one row instead of counting a growing table.
+-- so that list totals and the plan's app limit read a few rows instead of counting a growing
+-- table. Each project's count is spread over slots chosen by the writing connection: concurrent
+-- changes in one project then lock different rows instead of queueing on one until commit.
+-- A slot may go negative (a key counted in one slot, revoked through another); the sum is exact.
 
 CREATE TABLE project_counts (
-  project_id  text PRIMARY KEY REFERENCES projects (id),
-  keys        bigint NOT NULL DEFAULT 0 CHECK (keys >= 0),
-  apps        bigint NOT NULL DEFAULT 0 CHECK (apps >= 0)
+  project_id  text NOT NULL REFERENCES projects (id),
+  slot        smallint NOT NULL,
+  keys        bigint NOT NULL DEFAULT 0,
+  apps        bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (project_id, slot)
 );
 
-INSERT INTO project_counts (project_id, keys, apps)
-SELECT p.id,
+INSERT INTO project_counts (project_id, slot, keys, apps)
+SELECT p.id, 0,
        (SELECT count(*) FROM api_keys k WHERE k.project_id = p.id AND k.status <> 'revoked'),
        (SELECT count(*) FROM apps a WHERE a.project_id = p.id AND a.deleted_at IS NULL)
 FROM projects p;
+
+CREATE FUNCTION count_slot() RETURNS smallint LANGUAGE sql STABLE
+  AS $$ SELECT (pg_backend_pid() % 16)::smallint $$;
 
 CREATE FUNCTION count_project_keys() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -20,13 +28,9 @@ DECLARE
     WHEN TG_OP = 'UPDATE' AND OLD.status <> 'revoked' AND NEW.status = 'revoked' THEN -1
     ELSE 0 END;
 BEGIN
-  -- A decrement updates in place: the CHECK would refuse an INSERT's proposed row of -1
-  -- before ON CONFLICT is considered.
-  IF delta > 0 THEN
-    INSERT INTO project_counts AS c (project_id, keys) VALUES (NEW.project_id, delta)
-    ON CONFLICT (project_id) DO UPDATE SET keys = c.keys + delta;
-  ELSIF delta < 0 THEN
-    UPDATE project_counts SET keys = keys + delta WHERE project_id = NEW.project_id;
+  IF delta <> 0 THEN
+    INSERT INTO project_counts AS c (project_id, slot, keys) VALUES (NEW.project_id, count_slot(), delta)
+    ON CONFLICT (project_id, slot) DO UPDATE SET keys = c.keys + delta;
   END IF;
   RETURN NULL;
 END $$;
@@ -41,16 +45,31 @@ DECLARE
     WHEN TG_OP = 'UPDATE' AND OLD.deleted_at IS NULL AND NEW.deleted_at IS NOT NULL THEN -1
     ELSE 0 END;
 BEGIN
-  -- A decrement updates in place: the CHECK would refuse an INSERT's proposed row of -1
-  -- before ON CONFLICT is considered.
-  IF delta > 0 THEN
-    INSERT INTO project_counts AS c (project_id, apps) VALUES (NEW.project_id, delta)
-    ON CONFLICT (project_id) DO UPDATE SET apps = c.apps + delta;
-  ELSIF delta < 0 THEN
-    UPDATE project_counts SET apps = apps + delta WHERE project_id = NEW.project_id;
+  IF delta <> 0 THEN
+    INSERT INTO project_counts AS c (project_id, slot, apps) VALUES (NEW.project_id, count_slot(), delta)
+    ON CONFLICT (project_id, slot) DO UPDATE SET apps = c.apps + delta;
   END IF;
   RETURN NULL;
 END $$;
 
 CREATE TRIGGER apps_count AFTER INSERT OR UPDATE OF deleted_at ON apps
   FOR EACH ROW EXECUTE FUNCTION count_project_apps();
+
+-- A key's stored status beside the status it reads as: filters on the stored one match the
+-- partial index api_keys_project_listed.
+CREATE OR REPLACE VIEW api_key_view AS
+SELECT
+  k.id,
+  k.project_id,
+  k.name,
+  k.key_preview,
+  k.scope,
+  CASE WHEN k.status = 'activated' AND k.expires_at <= now() THEN 'expired' ELSE k.status END AS status,
+  unix_seconds(k.expires_at) AS expires_at,
+  unix_seconds(k.last_used_at) AS last_used_at,
+  k.created_by,
+  unix_seconds(k.created_at) AS created_at,
+  unix_seconds(k.updated_at) AS updated_at,
+  k.created_at AS created_ts,
+  k.status AS stored_status
+FROM api_keys k;

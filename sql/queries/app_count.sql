@@ -1,1 +1,1 @@
-SELECT coalesce((SELECT apps FROM project_counts WHERE project_id = $1), 0) AS total
+SELECT coalesce((SELECT sum(apps) FROM project_counts WHERE project_id = $1), 0)::bigint AS total

@@ -1,7 +1,7 @@
 -- One page of the project's own apps, newest first, with the stored totals of the reading
--- project, and the total from the counter row, in one round trip (an empty page: one null row).
+-- project, and the total summed from the counter rows, in one round trip (an empty page: one null row).
 SELECT c.total, a.*
-FROM (SELECT coalesce((SELECT apps FROM project_counts WHERE project_id = $1), 0) AS total) c
+FROM (SELECT coalesce((SELECT sum(apps) FROM project_counts WHERE project_id = $1), 0)::bigint AS total) c
 LEFT JOIN LATERAL (
   SELECT a.id, a.name, a.description, a.type, a.status, a.model_id, a.model_build_id,
          a.runs_private, a.runs_public, app_tokens(t) AS tokens,

@@ -1,11 +1,11 @@
 -- One page of the project's listed keys, newest first, and the total, in one round trip. The
--- total comes from the counter row; an empty page still yields one row (with a null id).
+-- total sums the counter rows; an empty page still yields one row (with a null id).
 SELECT c.total, k.*
-FROM (SELECT coalesce((SELECT keys FROM project_counts WHERE project_id = $1), 0) AS total) c
+FROM (SELECT coalesce((SELECT sum(keys) FROM project_counts WHERE project_id = $1), 0)::bigint AS total) c
 LEFT JOIN LATERAL (
   SELECT id, name, key_preview, scope, status, expires_at, last_used_at, created_by, created_at, updated_at
   FROM api_key_view
-  WHERE project_id = $1 AND status <> 'revoked'
+  WHERE project_id = $1 AND stored_status <> 'revoked'
   ORDER BY created_ts DESC, id DESC
   LIMIT $2 OFFSET $3
 ) k ON true
