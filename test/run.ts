@@ -1,5 +1,7 @@
 // `npm test`: one PostgreSQL, one migrated template database, a test certificate, then node:test
 // over every test file; each file clones the template into a database of its own.
+// `npm run test:faults` is the same with `--faults`: the fault suite (test/faults/*.fault.ts),
+// one file at a time, ending with the table of figures its files recorded (test/support/figures.ts).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +11,7 @@ import { release } from '../bin/release.ts';
 import { selfSigned } from '../gateway/tls.ts';
 import { readConfig } from '../lib/config.ts';
 import { createLogger } from '../lib/log.ts';
+import { printFigures } from './support/figures.ts';
 import { startTestPostgres } from './support/postgres.ts';
 
 const TEMPLATE_DB = 'pms_test_template';
@@ -37,12 +40,15 @@ try {
   writeFileSync(path.join(tlsDir, 'cert.pem'), tls.cert);
   writeFileSync(path.join(tlsDir, 'key.pem'), tls.key);
 
-  const files = process.argv.slice(2);
+  const faults = process.argv.includes('--faults');
+  const files = process.argv.slice(2).filter((arg) => arg !== '--faults');
+  const figuresFile = path.join(tlsDir, 'figures.jsonl');
   const child = spawn(process.execPath, [
     '--test',
-    `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 3}`,
-    '--test-timeout=120000',
-    ...(files.length ? files : ['test/**/*.test.ts']),
+    // Fault files kill processes, stop databases and load the machine: one at a time.
+    `--test-concurrency=${faults ? 1 : (process.env.TEST_CONCURRENCY ?? 3)}`,
+    `--test-timeout=${faults ? 900_000 : 120_000}`,
+    ...(files.length ? files : [faults ? 'test/faults/*.fault.ts' : 'test/**/*.test.ts']),
   ], {
     stdio: 'inherit',
     env: {
@@ -52,9 +58,11 @@ try {
       TEST_TLS_CERT_FILE: path.join(tlsDir, 'cert.pem'),
       TEST_TLS_KEY_FILE: path.join(tlsDir, 'key.pem'),
       TEST_PG_KIND: postgres.kind,
+      TEST_FIGURES_FILE: figuresFile,
     },
   });
   code = await new Promise<number>((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+  if (faults) printFigures(figuresFile);
   console.log(`# PostgreSQL for this run: ${postgres.kind} (server ${version})`);
 } finally {
   await postgres.stop();
