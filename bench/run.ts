@@ -38,6 +38,14 @@ const TARGETS = {
 const log = createLogger('warn', 'bench', 2);
 const children: ChildProcess[] = [];
 
+/** The node arguments of a Procfile process, so the bench runs it exactly as deployed. */
+function procfile(kind: 'release' | 'web' | 'worker'): string[] {
+  const line = readFileSync(path.join(ROOT, 'Procfile'), 'utf8').split('\n').find((l) => l.startsWith(`${kind}:`));
+  const [command, ...args] = line!.slice(kind.length + 1).trim().split(/\s+/);
+  if (command !== 'node') throw new Error(`Procfile ${kind} does not run node`);
+  return args;
+}
+
 function start(args: string[], env: Record<string, string>, stdout: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit', 'ipc'] });
   children.push(child);
@@ -208,11 +216,11 @@ async function main(): Promise<number> {
     };
 
     console.log('# release, web, worker (as the Procfile runs them), R1, R2');
-    if ((await finished(start(['bin/release.ts'], env))) !== 0) throw new Error('release failed');
+    if ((await finished(start(procfile('release'), env))) !== 0) throw new Error('release failed');
     await db.query('CREATE TABLE bench_reference (k text PRIMARY KEY, v text NOT NULL)');
     await db.query("INSERT INTO bench_reference SELECT 'key-' || g, repeat('x', 64) FROM generate_series(1, 1000) g");
-    const web = start(['bin/web.ts'], env);
-    start(['bin/worker.ts'], env);
+    const web = start(procfile('web'), env);
+    start(procfile('worker'), env);
     start(['bench/reference.ts', 'r1', String(r1Port)], env);
     start(['bench/reference.ts', 'r2', String(r2Port), databaseUrl], env);
     const base = `https://127.0.0.1:${port}`;

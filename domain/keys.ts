@@ -55,6 +55,11 @@ export async function listKeys(services: Services, req: DomainRequest): Promise<
   return ok(pageOf(rows, (row) => keyView(row)));
 }
 
+/** The key making the call: authentication already read it, so this costs no query. */
+export function currentKey(req: DomainRequest): DomainResult {
+  return ok(keyView(req.caller));
+}
+
 export async function getKey(services: Services, req: DomainRequest): Promise<DomainResult> {
   const id = keyIdParam(req);
   if (id === req.caller.id) return ok(keyView(req.caller));

@@ -7,10 +7,14 @@ import { errorFields, type Logger } from '../lib/log.ts';
 import type { PoolWorkerData } from '../workers/pool-task.ts';
 import { sendEnvelope, sendError } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
+import type { Route } from './routes.ts';
+import { currentKey } from '../domain/keys.ts';
 import type { Handler } from './types.ts';
 
 const WORKER_FILE = new URL('../workers/pool-task.ts', import.meta.url).href;
 const BODY_METHODS = new Set(['POST', 'PATCH']);
+const THREAD_OLD_GENERATION_MB = 96;
+const THREAD_YOUNG_GENERATION_MB = 16;
 
 export function createWorkerPool(config: Config, databaseUrl: string): Piscina<DomainRequest, DomainResult> {
   const workerData: PoolWorkerData = { config, databaseUrl };
@@ -24,12 +28,22 @@ export function createWorkerPool(config: Config, databaseUrl: string): Piscina<D
     // 'sync' parks an idle thread in Atomics.wait, which also freezes the database I/O of the
     // tasks it still has in flight; handlers here are all I/O, so threads talk by messages only.
     atomics: 'disabled',
+    // A thread's heap grows lazily under load and is not given back; bounded, its GC keeps up.
+    resourceLimits: { maxOldGenerationSizeMb: THREAD_OLD_GENERATION_MB, maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
     workerData,
   });
 }
 
-export function dispatch(pool: Piscina<DomainRequest, DomainResult>, op: string, log: Logger): Handler {
-  return function runInWorker(req, res, next) {
+/** Operations that need no database: run where the request already is, without a thread hop. */
+const INLINE_OPERATIONS: Readonly<Record<string, (req: DomainRequest) => DomainResult>> = {
+  'key.current': currentKey,
+};
+
+export function dispatch(pool: Piscina<DomainRequest, DomainResult>, route: Route, log: Logger): Handler {
+  const op = route.op!;
+  const inline = route.inline ? INLINE_OPERATIONS[op] : undefined;
+  if (route.inline && !inline) throw new Error(`no inline operation ${op}`);
+  return function runOperation(req, res, next) {
     let body: Record<string, unknown> = {};
     try {
       if (BODY_METHODS.has(req.method ?? '')) body = parseJsonObject(req.rawBody);
@@ -46,6 +60,11 @@ export function dispatch(pool: Piscina<DomainRequest, DomainResult>, op: string,
       ip: req.clientIp,
       requestId: req.requestId,
     };
+    if (inline) {
+      const result = inline(task);
+      sendEnvelope(res, result.status, result.response);
+      return next(false);
+    }
     pool.run(task).then((result) => {
       if (result.status === 503) sendError(res, errors.unavailable());
       else sendEnvelope(res, result.status, result.response);

@@ -6,6 +6,8 @@ export interface Route {
   path: string;
   scope: string;
   op?: string;
+  /** Answered on the gateway's thread: the operation needs nothing the authentication did not read. */
+  inline?: boolean;
 }
 
 const BODY_METHODS = ['POST', 'PATCH', 'DELETE'] as const;
@@ -21,6 +23,7 @@ function reserved(resource: string, path: string): Route[] {
 export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/v1/key', scope: 'key:read', op: 'key.list' },
   { method: 'POST', path: '/v1/key', scope: 'key:write', op: 'key.create' },
+  { method: 'GET', path: '/v1/key/current', scope: 'key:read', op: 'key.current', inline: true },
   { method: 'GET', path: '/v1/key/:key_id', scope: 'key:read', op: 'key.get' },
   { method: 'DELETE', path: '/v1/key/:key_id', scope: 'key:write', op: 'key.revoke' },
   { method: 'POST', path: '/v1/app/create', scope: 'app:write', op: 'app.create' },

@@ -98,7 +98,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   for (const handler of pre) server.pre(handler as never);
 
   for (const route of ROUTES) {
-    const chain: Handler[] = [requireScope(route.scope), route.op ? dispatch(workers, route.op, log) : notImplemented()];
+    const chain: Handler[] = [requireScope(route.scope), route.op ? dispatch(workers, route, log) : notImplemented()];
     const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[route.method];
     register.call(server, route.path, ...(chain as never[]));
   }
