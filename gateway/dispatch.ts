@@ -1,6 +1,7 @@
 // The hand-off: one message to a worker thread, one { status, response } back, then the envelope.
 import { Piscina } from 'piscina';
 import { ApiError, errors } from '../domain/errors.ts';
+import { currentKey } from '../domain/keys.ts';
 import type { DomainRequest, DomainResult } from '../domain/requests.ts';
 import type { Config } from '../lib/config.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
@@ -8,7 +9,6 @@ import type { PoolWorkerData } from '../workers/pool-task.ts';
 import { sendEnvelope, sendError } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
 import type { Route } from './routes.ts';
-import { currentKey } from '../domain/keys.ts';
 import type { Handler } from './types.ts';
 
 const WORKER_FILE = new URL('../workers/pool-task.ts', import.meta.url).href;
