@@ -32,6 +32,8 @@ export const errors = {
   movedPermanently: fail(301, 'Use HTTPS: repeat the request at the Location given.'),
   invalidJson: fail(400, 'Invalid JSON.'),
   malformedHttp: fail(400, 'Malformed HTTP request.'),
+  tooDeep: fail(422, 'The JSON body is nested too deeply.'),
+  unstorableText: fail(422, 'Text must be valid Unicode without NUL characters.'),
   noKey: fail(401, 'No valid API key provided.'),
   keyExpired: fail(401, 'The API key has expired.'),
   keyRefused: fail(403, "The API key doesn't have permissions to perform the request."),

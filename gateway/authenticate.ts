@@ -1,5 +1,5 @@
 // Step 4: the key, by one query on the SHA-256 of the secret. Unknown, revoked and disabled keys
-// get the identical 403 from the identical code path; an expired key gets 401 from the second
+// all come back as no row and get the identical 403; an expired key gets 401 from the second
 // its expires_at passes. The last use is written at most once a minute, off the request's path.
 import type pg from 'pg';
 import { errors, isDatabaseUnavailable, type ApiError } from '../domain/errors.ts';
@@ -17,13 +17,9 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 /** Bounds the memory of which keys this process touched recently. */
 const LAST_USED_MEMORY_KEYS = 50_000;
 
-interface AuthRow extends CallerKey {
-  project_status: string;
-  consumer_status: string;
-}
-
-function refusal(row: AuthRow | undefined): ApiError | undefined {
-  if (!row || row.status === 'revoked' || row.project_status !== 'active' || row.consumer_status !== 'active') return errors.keyRefused();
+/** No row: unknown, revoked, or its project or consumer disabled (the query decides). */
+function refusal(row: CallerKey | undefined): ApiError | undefined {
+  if (!row) return errors.keyRefused();
   if (row.status === 'expired') return errors.keyExpired();
   return undefined;
 }
@@ -50,15 +46,14 @@ export function authenticate(pool: pg.Pool, log: Logger): Handler {
       sendError(res, errors.noKey());
       return next(false);
     }
-    run<AuthRow>(pool, 'key_authenticate', [hashSecret(header.slice(BEARER.length))]).then(([row]) => {
+    run<CallerKey>(pool, 'key_authenticate', [hashSecret(header.slice(BEARER.length))]).then(([row]) => {
       const refused = refusal(row);
       if (refused) {
         sendError(res, refused);
         return next(false);
       }
-      const { project_status: _p, consumer_status: _c, ...caller } = row!;
-      req.caller = caller;
-      noteUse(caller);
+      req.caller = row!;
+      noteUse(row!);
       next();
     }, (err: unknown) => {
       if (isDatabaseUnavailable(err)) {

@@ -90,3 +90,31 @@ test('a JSON object surrounded by whitespace is accepted', async () => {
   assertSuccess(reply, 201);
   assert.equal(reply.body.response.name, 'spaced');
 });
+
+// Regressions found by the fuzz suite (test/faults/fuzz.fault.ts): each of these answered 500.
+
+test('fault: a body nested thousands deep (copying it to a worker overflowed the stack) is 422, nothing created', async () => {
+  const before = await keyCount();
+  const deep = `{"name":${'['.repeat(3242)}${']'.repeat(3242)}}`;
+  assertError(await service.request('POST', '/v1/key', { key: project.key, body: deep }), 422, 'The JSON body is nested too deeply.');
+  const justDeepEnough = `{"name":"ok","extra":${'['.repeat(30)}${']'.repeat(30)}}`;
+  assertSuccess(await service.request('POST', '/v1/key', { key: project.key, body: justDeepEnough }), 201);
+  assert.equal(await keyCount(), before + 1);
+});
+
+test('fault: U+0000 in any text (PostgreSQL cannot store it) is 422, nothing created', async () => {
+  const before = await keyCount();
+  for (const body of ['{"name":"a\\u0000b"}', '{"name":"x","scope":["key:read"],"\\u0000":1}']) {
+    assertError(await service.request('POST', '/v1/key', { key: project.key, body }), 422, 'Text must be valid Unicode without NUL characters.');
+  }
+  assert.equal(await keyCount(), before);
+});
+
+test('fault: a lone UTF-16 surrogate escape (not Unicode; the event details could not hold it) is 422, nothing created', async () => {
+  const before = await keyCount();
+  for (const name of ['\\ud800', '\\udfff\\ud800', 'x\\udc00y']) {
+    assertError(await service.request('POST', '/v1/key', { key: project.key, body: `{"name":"${name}"}` }), 422, 'Text must be valid Unicode without NUL characters.');
+  }
+  assertSuccess(await service.request('POST', '/v1/key', { key: project.key, body: '{"name":"\\ud83d\\ude00 paired"}' }), 201);
+  assert.equal(await keyCount(), before + 1);
+});

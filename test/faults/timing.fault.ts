@@ -1,0 +1,174 @@
+// The timing oracle (api.md section 5, README "Authentication is one indexed query ... unknown,
+// revoked and disabled keys share one code path and one answer"): a caller must not learn from
+// the time of a refusal whether a secret is unknown, belongs to a revoked key, or to a key of a
+// disabled project. All three must answer the identical 403 envelope in indistinguishable time.
+//
+// Method: one keep-alive connection, one request in flight, GET /v1/key/current. After a warm-up
+// the three kinds are called round-robin, 1,000 times each, the order rotated every round so
+// that drift (JIT, caches, autovacuum, a neighbour's load) hits all three alike. A fresh unknown
+// secret is drawn for every call, so a cache of refused secrets would show as a difference.
+//
+// Tolerance: the spread between the three medians must stay under 15 % of their median or
+// 0.1 ms, whichever is larger. Measured on the 2-core test machine: a refused call takes
+// ~0.6 ms on loopback; one database round trip on the pool ~0.06 ms; the medians of 1,000
+// calls repeat to ~0.01 ms run to run. The oracles worth fearing cost at least two round trips
+// (a second query or a thread hop on one branch) or far more (a password-grade hash, a sleep),
+// so 0.1 ms catches them; 0.5 ms would be most of a whole request here and catch only the
+// gross ones. Under a concurrent fuzz run the medians moved by < 0.06 ms, and the 15 % term keeps
+// a loaded or slower machine from failing for its own slowness. The paired differences (each
+// round's revoked or disabled call minus its unknown call) and a sign test are recorded too:
+// they show a difference smaller than the tolerance but systematic, which the figures report.
+// A valid key is measured alongside, for scale only.
+import assert from 'node:assert/strict';
+import { randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import { performance } from 'node:perf_hooks';
+import { after, before, test } from 'node:test';
+import { disableProject } from '../../domain/projects.ts';
+import { assertSuccess, envelope, MESSAGES } from '../support/assertions.ts';
+import { recordFigure } from '../support/figures.ts';
+import { createKey } from '../support/keys.ts';
+import { readReply, TestService, type Reply } from '../support/service.ts';
+
+const SUITE = 'timing';
+const CALLS = 1000;
+const WARM_UP = 150;
+const RELATIVE_TOLERANCE = 0.15;
+const ABSOLUTE_TOLERANCE_MS = 0.1;
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+type Kind = 'unknown' | 'revoked' | 'disabled';
+const KINDS: Kind[] = ['unknown', 'revoked', 'disabled'];
+
+let service: TestService;
+let agent: https.Agent;
+let revokedSecret: string;
+let disabledSecret: string;
+let validSecret: string;
+
+function unknownSecret(): string {
+  let out = 'sk-project-';
+  for (let i = 0; i < 43; i++) out += BASE62[randomInt(62)];
+  return out;
+}
+
+before(async () => {
+  // No job workers: no cron tick or audit write competes with the measurement.
+  service = await TestService.start({ jobWorkers: false });
+  agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: readFileSync(service.config.tlsCertFile!) });
+  const a = await service.createProject('Timing A');
+  validSecret = a.key;
+  const doomed = await createKey(service, a.key, { name: 'to revoke', scope: ['key:read'] });
+  assertSuccess(await service.request('DELETE', `/v1/key/${doomed.id}`, { key: a.key }), 200, 'revoking');
+  revokedSecret = doomed.key;
+  const c = await service.createProject('Timing C');
+  const cKey = await createKey(service, c.key, { name: 'of a disabled project', scope: ['key:read'] });
+  await disableProject(service.services, { origin: 'workspace', ip: '127.0.0.1' }, c.projectId);
+  disabledSecret = cKey.key;
+});
+
+after(async () => {
+  agent?.destroy();
+  await service?.stop();
+});
+
+function call(secret: string): Promise<{ ms: number; reply: Reply }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = https.request(new URL('/v1/key/current', service.baseUrl), {
+      method: 'GET', agent, headers: { authorization: `Bearer ${secret}` },
+    });
+    req.on('response', (res) => {
+      readReply(res).then((reply) => resolve({ ms: performance.now() - started, reply }), reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const secretOf = (kind: Kind | 'valid') =>
+  (kind === 'unknown' ? unknownSecret() : kind === 'revoked' ? revokedSecret : kind === 'disabled' ? disabledSecret : validSecret);
+
+function quantile(sorted: number[], q: number): number {
+  const at = (sorted.length - 1) * q;
+  const lo = Math.floor(at);
+  const hi = Math.ceil(at);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (at - lo);
+}
+
+const round3 = (ms: number) => Math.round(ms * 1000) / 1000;
+const HEADERS_THAT_VARY = new Set(['date', 'x-request-id']);
+
+test('an unknown, a revoked and a disabled-project key are refused alike: identical 403 envelope, indistinguishable time', async () => {
+  const expected = envelope(403, MESSAGES.refused);
+  let reference: { text: string; headers: string } | undefined;
+  const check = (kind: Kind, reply: Reply) => {
+    assert.equal(reply.status, 403, `${kind}: status (body ${reply.text})`);
+    assert.deepEqual(reply.body, expected, `${kind}: envelope`);
+    const headers = Object.entries(reply.headers).filter(([name]) => !HEADERS_THAT_VARY.has(name))
+      .map(([name, value]) => `${name}: ${value}`).sort().join('\n');
+    reference ??= { text: reply.text, headers };
+    assert.equal(reply.text, reference.text, `${kind}: the body is byte for byte the same`);
+    assert.equal(headers, reference.headers, `${kind}: the same headers`);
+  };
+
+  for (let i = 0; i < WARM_UP; i++) {
+    for (const kind of KINDS) check(kind, (await call(secretOf(kind))).reply);
+    assertSuccess((await call(validSecret)).reply, 200, 'valid key');
+  }
+
+  const samples: Record<Kind | 'valid', number[]> = { unknown: [], revoked: [], disabled: [], valid: [] };
+  const paired: Record<'revoked' | 'disabled', number[]> = { revoked: [], disabled: [] };
+  const started = performance.now();
+  for (let round = 0; round < CALLS; round++) {
+    const order = [...KINDS.slice(round % 3), ...KINDS.slice(0, round % 3)];
+    const times: Partial<Record<Kind, number>> = {};
+    for (const kind of order) {
+      const { ms, reply } = await call(secretOf(kind));
+      check(kind, reply);
+      samples[kind].push(ms);
+      times[kind] = ms;
+    }
+    paired.revoked.push(times.revoked! - times.unknown!);
+    paired.disabled.push(times.disabled! - times.unknown!);
+    // For scale: the work an accepted key does, every fifth round.
+    if (round % 5 === 0) {
+      const { ms, reply } = await call(validSecret);
+      assertSuccess(reply, 200, 'valid key');
+      samples.valid.push(ms);
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+
+  const stats = Object.fromEntries(Object.entries(samples).map(([kind, values]) => {
+    const sorted = [...values].sort((x, y) => x - y);
+    return [kind, { n: sorted.length, median: quantile(sorted, 0.5), p90: quantile(sorted, 0.9) }];
+  })) as Record<Kind | 'valid', { n: number; median: number; p90: number }>;
+  const medians = KINDS.map((kind) => stats[kind].median);
+  const spread = Math.max(...medians) - Math.min(...medians);
+  const overall = quantile([...medians].sort((x, y) => x - y), 0.5);
+  const tolerance = Math.max(RELATIVE_TOLERANCE * overall, ABSOLUTE_TOLERANCE_MS);
+  const pairedMedian = (values: number[]) => quantile([...values].sort((x, y) => x - y), 0.5);
+
+  for (const kind of KINDS) {
+    recordFigure(SUITE, `${kind}: calls`, stats[kind].n);
+    recordFigure(SUITE, `${kind}: median ms`, round3(stats[kind].median));
+    recordFigure(SUITE, `${kind}: p90 ms`, round3(stats[kind].p90));
+  }
+  recordFigure(SUITE, 'spread of medians ms', round3(spread));
+  recordFigure(SUITE, 'tolerance ms (max of 15% of median, 0.1)', round3(tolerance));
+  recordFigure(SUITE, 'paired median revoked - unknown ms', round3(pairedMedian(paired.revoked)));
+  recordFigure(SUITE, 'paired median disabled - unknown ms', round3(pairedMedian(paired.disabled)));
+  // Sign test: under "indistinguishable", each paired difference is positive with probability 1/2.
+  for (const kind of ['revoked', 'disabled'] as const) {
+    const slower = paired[kind].filter((d) => d > 0).length;
+    const z = (slower - CALLS / 2) / Math.sqrt(CALLS / 4);
+    recordFigure(SUITE, `${kind} slower than unknown in a round`, `${slower}/${CALLS} (sign test z = ${z.toFixed(1)})`);
+  }
+  recordFigure(SUITE, 'valid key (for scale): median ms', `${round3(stats.valid.median)} (n=${stats.valid.n})`);
+  recordFigure(SUITE, 'measurement s', Math.round(seconds));
+
+  assert.ok(spread <= tolerance,
+    `medians ${KINDS.map((k, i) => `${k} ${round3(medians[i]!)} ms`).join(', ')}: spread ${round3(spread)} ms exceeds ${round3(tolerance)} ms`);
+});
