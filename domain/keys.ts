@@ -5,25 +5,15 @@ import { recordEvent } from './audit.ts';
 import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
-import { ok, pageOf, paging, type DomainRequest, type DomainResult } from './requests.ts';
+import { ok, pageOf, paging, type CallerKey, type DomainRequest, type DomainResult } from './requests.ts';
 import { change, type Actor, type Services, type Tx } from './services.ts';
 
 const NAME_MAX_CHARS = 200;
 /** The last second timestamptz (and any client) can sensibly hold: 9999-12-31T23:59:59Z. */
 const LATEST_UNIX_SECONDS = 253_402_300_799;
 
-interface KeyRow {
-  id: string;
-  name: string;
-  key_preview: string;
-  scope: string[];
-  status: string;
-  expires_at: number | null;
-  last_used_at: number | null;
-  created_by: string;
-  created_at: number;
-  updated_at: number;
-}
+/** A key as api_key_view reads it. */
+type KeyRow = Omit<CallerKey, 'project_id'>;
 
 /** The API key object; `secret` only in the response that creates it. */
 export function keyView(row: KeyRow, secret?: string) {

@@ -110,7 +110,9 @@ SELECT
   k.created_by,
   unix_seconds(k.created_at) AS created_at,
   unix_seconds(k.updated_at) AS updated_at,
-  k.created_at AS created_ts
+  k.created_at AS created_ts,
+  -- Filters on the stored status (not the computed one) match the partial index api_keys_project_listed.
+  k.status AS stored_status
 FROM api_keys k;
 
 CREATE VIEW event_view AS

@@ -54,22 +54,3 @@ END $$;
 
 CREATE TRIGGER apps_count AFTER INSERT OR UPDATE OF deleted_at ON apps
   FOR EACH ROW EXECUTE FUNCTION count_project_apps();
-
--- A key's stored status beside the status it reads as: filters on the stored one match the
--- partial index api_keys_project_listed.
-CREATE OR REPLACE VIEW api_key_view AS
-SELECT
-  k.id,
-  k.project_id,
-  k.name,
-  k.key_preview,
-  k.scope,
-  CASE WHEN k.status = 'activated' AND k.expires_at <= now() THEN 'expired' ELSE k.status END AS status,
-  unix_seconds(k.expires_at) AS expires_at,
-  unix_seconds(k.last_used_at) AS last_used_at,
-  k.created_by,
-  unix_seconds(k.created_at) AS created_at,
-  unix_seconds(k.updated_at) AS updated_at,
-  k.created_at AS created_ts,
-  k.status AS stored_status
-FROM api_keys k;
