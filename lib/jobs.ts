@@ -14,11 +14,22 @@ export const QUEUES = {
   appTotals: 'app.totals',
 } as const;
 
-const QUEUE_OPTIONS: Record<string, object> = {
-  [QUEUES.auditWrite]: { notify: true, retryLimit: 10, retryDelay: 1, retryBackoff: true },
-  [QUEUES.keyExpire]: { retryLimit: 2, retryDelay: 5 },
-  [QUEUES.runFinished]: { notify: true, retryLimit: 10, retryDelay: 1, retryBackoff: true },
-  [QUEUES.appTotals]: { policy: 'stately', notify: true, retryLimit: 10, retryDelay: 1, retryBackoff: true },
+/**
+ * Every job here takes milliseconds. A job still active after JOB_EXPIRE_SECONDS belongs to a
+ * worker that died (kill -9, a lost machine); the supervisor then hands it to another worker,
+ * instead of after pg-boss's default 15 minutes.
+ */
+const JOB_EXPIRE_SECONDS = 30;
+/** How often the worker process's supervisor looks for such jobs. */
+export const SUPERVISE_INTERVAL_SECONDS = 10;
+
+const QUICK_JOB = { expireInSeconds: JOB_EXPIRE_SECONDS, retryLimit: 10, retryDelay: 1, retryBackoff: true };
+
+const QUEUE_OPTIONS: Record<string, { policy?: string } & Record<string, unknown>> = {
+  [QUEUES.auditWrite]: { ...QUICK_JOB, notify: true },
+  [QUEUES.keyExpire]: { expireInSeconds: 120, retryLimit: 2, retryDelay: 5 },
+  [QUEUES.runFinished]: { ...QUICK_JOB, notify: true },
+  [QUEUES.appTotals]: { ...QUICK_JOB, policy: 'stately', notify: true },
 };
 
 export const KEY_EXPIRE_CRON = '* * * * *';
@@ -43,7 +54,10 @@ export async function startProducer(pool: pg.Pool, log: Logger): Promise<PgBoss>
 
 /** For the `worker` process: supervision, cron and LISTEN/NOTIFY wake-ups. */
 export async function startConsumer(connectionString: string, log: Logger): Promise<PgBoss> {
-  const boss = watch(new PgBoss({ connectionString, max: 6, migrate: false, supervise: true, schedule: true, useListenNotify: true }), log);
+  const boss = watch(new PgBoss({
+    connectionString, max: 6, migrate: false, supervise: true, schedule: true, useListenNotify: true,
+    superviseIntervalSeconds: SUPERVISE_INTERVAL_SECONDS, monitorIntervalSeconds: SUPERVISE_INTERVAL_SECONDS,
+  }), log);
   await boss.start();
   return boss;
 }
@@ -53,7 +67,12 @@ export async function migrateJobs(connectionString: string, log: Logger): Promis
   const boss = watch(new PgBoss({ connectionString, max: 2, migrate: true, supervise: false, schedule: false }), log);
   await boss.start();
   try {
-    for (const [name, options] of Object.entries(QUEUE_OPTIONS)) await boss.createQueue(name, options);
+    for (const [name, options] of Object.entries(QUEUE_OPTIONS)) {
+      await boss.createQueue(name, options as never);
+      // createQueue leaves an existing queue as it was; its options follow this file's.
+      const { policy: _policy, ...changeable } = options;
+      await boss.updateQueue(name, changeable as never);
+    }
     await boss.schedule(QUEUES.keyExpire, KEY_EXPIRE_CRON);
   } finally {
     await boss.stop({ graceful: false });

@@ -15,6 +15,12 @@ export interface JobWorkers {
 /** Audit jobs are fetched in batches so a burst of changes costs few round trips. */
 const AUDIT_BATCH_SIZE = 50;
 const AUDIT_CONCURRENCY = 2;
+/**
+ * NOTIFY wakes a worker the moment a job is sent, but notifications sent while the listener
+ * reconnects (a database restart) are lost, and a backlog left by a stopped worker sends none:
+ * the fallback poll stays short, and a full batch fetches again at once.
+ */
+const FETCHING = { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 1, burstWhenBatchFull: true } as const;
 
 export async function startJobWorkers(config: Config, log: Logger, databaseUrl: string): Promise<JobWorkers> {
   const pool: pg.Pool = createPool(config, log, databaseUrl, 4);
@@ -22,14 +28,14 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
   const services = { pool, boss, log };
 
   await boss.work<AuditJob>(QUEUES.auditWrite, {
+    ...FETCHING,
     batchSize: AUDIT_BATCH_SIZE,
     localConcurrency: AUDIT_CONCURRENCY,
-    pollingIntervalSeconds: 0.5,
   }, async (jobs) => {
     for (const job of jobs) await writeEvent(pool, job.data);
   });
 
-  await boss.work<RunFinished>(QUEUES.runFinished, { batchSize: 20, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+  await boss.work<RunFinished>(QUEUES.runFinished, { ...FETCHING, batchSize: 20 }, async (jobs) => {
     for (const job of jobs) {
       const invalid = invalidRunReport(job.data);
       // A malformed report can never be stored; retrying it would only repeat the failure.
@@ -38,7 +44,7 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
     }
   });
 
-  await boss.work<TotalsJob>(QUEUES.appTotals, { batchSize: 10, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+  await boss.work<TotalsJob>(QUEUES.appTotals, { ...FETCHING, batchSize: 10 }, async (jobs) => {
     for (const job of jobs) await recomputeTotals(services, job.data);
   });
 
