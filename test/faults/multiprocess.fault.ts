@@ -1,0 +1,119 @@
+// Many processes on one database (decisions.md "Running it": any number of `web` and `worker`
+// processes may share one database): 2 web + 2 worker. A key revoked through one web process is
+// refused by the other on the very next call, and every audit job is processed exactly once.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
+import { recordFigure } from '../support/figures.ts';
+import { ProcessGroup, type ApiClient, type ServiceProcess } from '../support/processes.ts';
+import { Secrets } from '../support/secrets.ts';
+import { createTestDatabase, type TestProject } from '../support/service.ts';
+import { sleep } from '../support/wait.ts';
+import {
+  Actor, Ledger, assertLogsClean, assertNoProblems, checkEvents, describePending, openDb, settleUnknown, waitJobsDrained,
+  type Target,
+} from './helpers.ts';
+import type pg from 'pg';
+
+const SUITE = 'multiprocess';
+const REVOCATIONS = 20;
+const PROJECTS = 2;
+const ACTORS_PER_PROJECT = 3;
+const LOAD_MS = 15_000;
+/** With traffic flowing until the end, the last jobs are in hand within a few seconds. */
+const DRAIN_BOUND_MS = 20_000;
+
+let group: ProcessGroup;
+let db: pg.Pool;
+const webs: ServiceProcess[] = [];
+const workers: ServiceProcess[] = [];
+const clients: ApiClient[] = [];
+const ledger = new Ledger();
+const secrets = new Secrets();
+const projects: TestProject[] = [];
+
+before(async () => {
+  const url = await createTestDatabase();
+  group = new ProcessGroup(url, 'multiprocess');
+  db = openDb(url);
+  await group.release();
+  for (const name of ['web-a', 'web-b']) webs.push(await group.startWeb(name));
+  for (const name of ['worker-1', 'worker-2']) workers.push(await group.startWorker(name));
+  for (const web of webs) clients.push(group.client(web, { timeoutMs: 20_000 }));
+  for (let i = 0; i < PROJECTS; i++) {
+    const project = await group.createProject(`Multiprocess ${i}`);
+    secrets.add(project.key);
+    ledger.addProject(project);
+    projects.push(project);
+  }
+});
+
+after(async () => {
+  await group?.stopAll();
+  await db?.end();
+});
+
+test(`a key revoked through one web process is refused (403) by the other on the very next call (${REVOCATIONS} times)`, async () => {
+  const owner = projects[0]!;
+  for (let i = 0; i < REVOCATIONS; i++) {
+    // Alternate: revoke through A and call B, then revoke through B and call A.
+    const [revoker, caller] = i % 2 === 0 ? [clients[0]!, clients[1]!] : [clients[1]!, clients[0]!];
+    const made = assertSuccess(await revoker.request('POST', '/v1/key', { key: owner.key, body: { name: ledger.uniqueName('key'), scope: ['key:read'] } }), 201, 'create');
+    secrets.add(made.key);
+    ledger.changes.push({ type: 'key.created', projectId: owner.projectId, relatedId: made.id, name: made.name, outcome: 'committed', via: 'revoker', answers: [201] });
+    assertSuccess(await caller.request('GET', '/v1/key/current', { key: made.key }), 200, 'the new key works on the other process');
+    assertSuccess(await revoker.request('DELETE', `/v1/key/${made.id}`, { key: owner.key }), 200, 'revoke');
+    ledger.changes.push({ type: 'key.revoked', projectId: owner.projectId, relatedId: made.id, outcome: 'committed', via: 'revoker', answers: [200] });
+    assertError(await caller.request('GET', '/v1/key/current', { key: made.key }), 403, MESSAGES.refused, `revocation ${i}: the very next call on the other process`);
+    assertError(await revoker.request('GET', '/v1/key/current', { key: made.key }), 403, MESSAGES.refused, `revocation ${i}: and on the revoking process`);
+  }
+  recordFigure(SUITE, 'revocations seen by the other web process at once', REVOCATIONS);
+});
+
+test('under concurrent changes through both web processes, every audit job is processed exactly once', async () => {
+  const targets: Target[] = webs.map((web, i) => ({ name: web.name, client: clients[i]! }));
+  const actors = projects.flatMap((project) => Array.from({ length: ACTORS_PER_PROJECT },
+    () => new Actor(project, targets, ledger, secrets, { timeoutMs: 20_000 })));
+  let stop = false;
+  const running = actors.map((actor) => actor.run(() => stop));
+  await sleep(LOAD_MS);
+  stop = true;
+  await Promise.all(running);
+  assertNoProblems(ledger.unexpected, 'answers no client should get');
+
+  const { drained, ms, last } = await waitJobsDrained(db, DRAIN_BOUND_MS);
+  recordFigure(SUITE, drained ? 'jobs drained after the load, ms' : `jobs pending ${DRAIN_BOUND_MS / 1000} s after the load`, drained ? ms : `${last.total} ${JSON.stringify(last.byState)}`);
+  assert.ok(drained, `jobs still pending:\n${describePending(last)}`);
+
+  assert.equal(await settleUnknown(db, ledger), 0, 'no change went unanswered (no process was harmed)');
+  const projectIds = projects.map((p) => p.projectId);
+  const check = await checkEvents(db, ledger, projectIds);
+  recordFigure(SUITE, 'changes committed (incl. project setup)', check.committed);
+  recordFigure(SUITE, 'events checked', check.checked);
+  assertNoProblems(check.problems, 'events against committed changes');
+  assert.equal(check.checked, check.committed, 'events == committed changes');
+
+  // pg-boss's side: one job per event, each completed, none fetched a second time.
+  const { rows: jobs } = await db.query<{ event_id: string; state: string; retry_count: number }>(
+    `SELECT data->>'id' AS event_id, state::text, retry_count FROM pgboss.job
+     WHERE name = 'audit.write' AND data->>'project_id' = ANY($1)`, [projectIds]);
+  const { rows: events } = await db.query<{ id: string }>('SELECT id FROM events WHERE project_id = ANY($1)', [projectIds]);
+  const problems: string[] = [];
+  const perEvent = new Map<string, number>();
+  for (const job of jobs) {
+    perEvent.set(job.event_id, (perEvent.get(job.event_id) ?? 0) + 1);
+    if (job.state !== 'completed') problems.push(`job for ${job.event_id} is ${job.state}`);
+    if (job.retry_count !== 0) problems.push(`job for ${job.event_id} was fetched ${job.retry_count + 1} times`);
+  }
+  for (const [eventId, n] of perEvent) if (n !== 1) problems.push(`${n} jobs carry event ${eventId}`);
+  const eventIds = new Set(events.map((e) => e.id));
+  for (const eventId of perEvent.keys()) if (!eventIds.has(eventId)) problems.push(`job for ${eventId} but no such event`);
+  for (const id of eventIds) if (!perEvent.has(id)) problems.push(`event ${id} has no job`);
+  recordFigure(SUITE, 'audit jobs completed once each', jobs.length - problems.length);
+  assertNoProblems(problems, 'audit jobs');
+  assert.equal(jobs.length, events.length, 'one audit job per event');
+});
+
+test('the logs of every process hold no key secret, no secret hash and no Authorization value', () => {
+  recordFigure(SUITE, 'log files checked for leaks', assertLogsClean(group, secrets));
+});
