@@ -23,7 +23,18 @@ const JOB_EXPIRE_SECONDS = 30;
 /** How often the worker process's supervisor looks for such jobs. */
 export const SUPERVISE_INTERVAL_SECONDS = 10;
 
-const QUICK_JOB = { expireInSeconds: JOB_EXPIRE_SECONDS, retryLimit: 10, retryDelay: 1, retryBackoff: true };
+/**
+ * A job that fails (the database went away mid-job) is retried with backoff capped at
+ * RETRY_DELAY_MAX_SECONDS, for RETRY_LIMIT tries: over an hour of outage before any is given up.
+ * Uncapped, the backoff of a job that failed a few times in one outage outgrew the outage itself.
+ */
+const RETRY_DELAY_MAX_SECONDS = 5;
+const RETRY_LIMIT = 1000;
+
+const QUICK_JOB = {
+  expireInSeconds: JOB_EXPIRE_SECONDS,
+  retryLimit: RETRY_LIMIT, retryDelay: 1, retryBackoff: true, retryDelayMax: RETRY_DELAY_MAX_SECONDS,
+};
 
 const QUEUE_OPTIONS: Record<string, { policy?: string } & Record<string, unknown>> = {
   [QUEUES.auditWrite]: { ...QUICK_JOB, notify: true },
