@@ -415,6 +415,8 @@ export interface PendingJobs {
   byState: Record<string, number>;
   /** Active jobs with when they started and when pg-boss's supervisor will take them back. */
   active: Array<{ id: string; name: string; started_on: Date; expire_seconds: number; retry_count: number; expires_at: Date }>;
+  /** Jobs waiting to be retried: why the last try failed and when the next is due. */
+  retrying: Array<{ id: string; name: string; retry_count: number; retry_delay_max: number | null; start_after: Date; output: unknown }>;
 }
 
 export async function pendingJobs(db: pg.Pool, queues = CHANGE_QUEUES): Promise<PendingJobs> {
@@ -424,7 +426,10 @@ export async function pendingJobs(db: pg.Pool, queues = CHANGE_QUEUES): Promise<
   const { rows: active } = await db.query(
     `SELECT id, name, started_on, expire_seconds, retry_count, started_on + expire_seconds * interval '1 second' AS expires_at
      FROM pgboss.job WHERE name = ANY($1) AND state = 'active' ORDER BY started_on`, [queues]);
-  return { total: rows.reduce((sum, r) => sum + r.n, 0), byState, active };
+  const { rows: retrying } = await db.query(
+    `SELECT id, name, retry_count, retry_delay_max, start_after, output
+     FROM pgboss.job WHERE name = ANY($1) AND state = 'retry' ORDER BY start_after`, [queues]);
+  return { total: rows.reduce((sum, r) => sum + r.n, 0), byState, active, retrying };
 }
 
 /**
@@ -460,6 +465,10 @@ export function describePending(pending: PendingJobs): string {
   for (const job of pending.active.slice(0, 10)) {
     lines.push(`  active ${job.name} ${job.id} since ${job.started_on.toISOString()}, expire_seconds ${job.expire_seconds}: ` +
       `pg-boss takes it back no earlier than ${job.expires_at.toISOString()} (plus up to two supervise intervals of 60 s)`);
+  }
+  for (const job of pending.retrying.slice(0, 10)) {
+    lines.push(`  retry ${job.name} ${job.id} try ${job.retry_count}, next at ${job.start_after.toISOString()} ` +
+      `(retry_delay_max ${job.retry_delay_max}), last failure: ${JSON.stringify(job.output)}`);
   }
   return lines.join('\n');
 }
