@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ROOT } from './cli.ts';
 import { freePort } from './ports.ts';
-import { readReply, type Reply, type RequestOptions, type TestProject } from './service.ts';
+import { readReply, requestParts, type Reply, type RequestOptions, type TestProject } from './service.ts';
 import { sleep } from './wait.ts';
 
 export type ProcessKind = 'web' | 'worker';
@@ -380,15 +380,7 @@ export class ApiClient {
 
   /** Rejects with a ConnectionError when no answer arrives (refused, reset, timed out). */
   request(method: string, pathAndQuery: string, options: CallOptions = {}): Promise<Reply> {
-    const headers: Record<string, string | number> = { ...options.headers };
-    if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
-    let payload: Buffer | undefined;
-    if (options.body !== undefined) {
-      payload = Buffer.isBuffer(options.body) ? options.body
-        : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
-      if (headers['content-type'] === undefined) headers['content-type'] = 'application/json';
-      headers['content-length'] = payload.length;
-    }
+    const { headers, payload } = requestParts(options);
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs ?? 30_000;
     return new Promise((resolve, reject) => {
       const req = https.request(new URL(pathAndQuery, this.baseUrl), { method, headers, agent: this.agent });

@@ -139,15 +139,7 @@ export class TestService {
   }
 
   request(method: string, pathAndQuery: string, options: RequestOptions = {}): Promise<Reply> {
-    const headers: Record<string, string | number> = { ...options.headers };
-    if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
-    let payload: Buffer | undefined;
-    if (options.body !== undefined) {
-      payload = Buffer.isBuffer(options.body) ? options.body
-        : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
-      if (headers['content-type'] === undefined) headers['content-type'] = 'application/json';
-      if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) headers['content-length'] = payload.length;
-    }
+    const { headers, payload } = requestParts(options);
     return send(https.request(new URL(pathAndQuery, this.baseUrl), { method, headers, agent: this.agent }), payload);
   }
 
@@ -185,6 +177,20 @@ export class TestService {
   logText(): string {
     return readFileSync(this.logFile, 'utf8');
   }
+}
+
+/** Headers and bytes of a test request: the key as a Bearer header, an object body as JSON. */
+export function requestParts(options: RequestOptions): { headers: Record<string, string | number>; payload: Buffer | undefined } {
+  const headers: Record<string, string | number> = { ...options.headers };
+  if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
+  let payload: Buffer | undefined;
+  if (options.body !== undefined) {
+    payload = Buffer.isBuffer(options.body) ? options.body
+      : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
+    if (headers['content-type'] === undefined) headers['content-type'] = 'application/json';
+    if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) headers['content-length'] = payload.length;
+  }
+  return { headers, payload };
 }
 
 function send(req: http.ClientRequest, payload: Buffer | undefined): Promise<Reply> {
