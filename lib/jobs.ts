@@ -69,6 +69,8 @@ export async function startConsumer(connectionString: string, log: Logger): Prom
     connectionString, max: 6, migrate: false, supervise: true, schedule: true, useListenNotify: true,
     superviseIntervalSeconds: SUPERVISE_INTERVAL_SECONDS, monitorIntervalSeconds: SUPERVISE_INTERVAL_SECONDS,
   }), log);
+  // Every 2 s while a worker holds jobs: its state, last fetch and last error (LOG_LEVEL=debug).
+  boss.on('wip', (wip: unknown) => log.debug({ wip }, 'pg-boss workers holding jobs'));
   await boss.start();
   return boss;
 }
