@@ -22,7 +22,13 @@ export type { Logger };
  * PostgreSQL error's `detail` and `where` can quote the values of a row, a hash among them.
  */
 export function errorFields(err: unknown): Record<string, unknown> {
-  if (!(err instanceof Error)) return { message: String(err) };
-  const code = (err as { code?: unknown }).code;
-  return { name: err.name, message: err.message, ...(code === undefined ? {} : { code }), stack: err.stack };
+  // pg-boss emits plain objects copied from errors ({ ...error, message, stack }), not Errors.
+  if (typeof err !== 'object' || err === null) return { message: String(err) };
+  const { name, message, code, stack } = err as { name?: unknown; message?: unknown; code?: unknown; stack?: unknown };
+  return {
+    ...(name === undefined ? {} : { name }),
+    message: typeof message === 'string' ? message : String(err),
+    ...(code === undefined ? {} : { code }),
+    ...(stack === undefined ? {} : { stack }),
+  };
 }

@@ -233,7 +233,8 @@ export class ProcessGroup {
       HOST: '127.0.0.1',
       TLS_CERT_FILE: env('TEST_TLS_CERT_FILE'),
       TLS_KEY_FILE: env('TEST_TLS_KEY_FILE'),
-      LOG_LEVEL: 'info',
+      // TEST_SERVICE_LOG_LEVEL=debug shows, among other things, what pg-boss's workers hold.
+      LOG_LEVEL: process.env.TEST_SERVICE_LOG_LEVEL ?? 'info',
       LOG_FILE: proc.logFile,
       // Never the checkout's own .data: nothing here may start or touch an embedded server.
       DATA_DIR: path.join(this.logDir, 'data'),
