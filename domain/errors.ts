@@ -46,10 +46,6 @@ export const errors = {
   notImplemented: fail(501, 'This endpoint is not implemented yet.'),
   unavailable: fail(503, 'Service temporarily unavailable. Please retry.'),
 
-  invalid: (message: string) => new ApiError(422, message),
-  badRequest: (message: string) => new ApiError(400, message),
-  forbidden: (message: string) => new ApiError(403, message),
-  notFound: (message: string) => new ApiError(404, message),
 
   limit: fail(422, 'limit must be an integer from 1 to 100.'),
   offset: fail(422, 'offset must be a non-negative integer.'),

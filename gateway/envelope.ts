@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { Response } from 'restify';
-import { ApiError, RETRY_AFTER_SECONDS, TITLES } from '../domain/errors.ts';
+import { ApiError, errors, RETRY_AFTER_SECONDS, TITLES } from '../domain/errors.ts';
 
 export function sendEnvelope(res: Response, status: number, response: unknown, headers: Record<string, string> = {}): void {
   writeEnvelope(res, status, status, response, headers);
@@ -27,7 +27,7 @@ export function sendError(res: Response, err: ApiError): void {
 
 /** The gateway's unknown-path answer: the one envelope whose `code` is a string. */
 export function sendGatewayNotFound(res: Response): void {
-  writeEnvelope(res, 404, '404', 'The requested resource was not found.', {});
+  writeEnvelope(res, 404, '404', errors.gatewayNotFound().message, {});
 }
 
 /**

@@ -6,7 +6,7 @@ import restify from 'restify';
 import { ApiError, errors } from '../domain/errors.ts';
 import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/db.ts';
-import type { Logger } from '../lib/log.ts';
+import { errorFields, type Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
 import { bodyLimit } from './body-limit.ts';
 import { createWorkerPool, dispatch } from './dispatch.ts';
@@ -123,7 +123,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   });
   server.on('restifyError', (req: GatewayRequest, res: restify.Response, err: Error, done: () => void) => {
     if (!res.headersSent) {
-      if (!(err instanceof ApiError)) log.error({ requestId: req.requestId, err: { name: err.name, message: err.message } }, 'unexpected gateway error');
+      if (!(err instanceof ApiError)) log.error({ requestId: req.requestId, err: errorFields(err) }, 'unexpected gateway error');
       sendError(res, err instanceof ApiError ? err : errors.internal());
     }
     done();

@@ -12,7 +12,7 @@ function readDir(dir: string): Map<string, string> {
   return files;
 }
 
-export const QUERIES: ReadonlyMap<string, string> = readDir(path.join(SQL_DIR, 'queries'));
+const QUERIES: ReadonlyMap<string, string> = readDir(path.join(SQL_DIR, 'queries'));
 
 export function migrationFiles(): Map<string, string> {
   return readDir(path.join(SQL_DIR, 'migrations'));
