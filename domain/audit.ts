@@ -1,9 +1,8 @@
 // The audit trail's write side: a change enqueues its event in its own transaction (the id is
 // fixed then), and the `audit.write` worker inserts it, idempotently.
 import { newId } from '../lib/ids.ts';
-import { run, withTransaction } from '../lib/db.ts';
+import { run, type Queryable } from '../lib/db.ts';
 import { QUEUES } from '../lib/jobs.ts';
-import type pg from 'pg';
 import type { Actor, Tx } from './services.ts';
 
 export type EventType =
@@ -52,15 +51,12 @@ export async function recordEvent(tx: Tx, actor: Actor, spec: EventSpec): Promis
   return job.id;
 }
 
-/** The worker's side. Returns whether this call wrote the event (false: it was already there). */
-export async function writeEvent(pool: pg.Pool, job: AuditJob): Promise<boolean> {
-  return withTransaction(pool, async (client) => {
-    const inserted = await run(client, 'event_insert', [
-      job.id, job.project_id, job.type, job.related_table, job.related_id,
-      job.origin, job.ip_address, JSON.stringify(job.details), job.created_at,
-    ]);
-    if (inserted.length === 0) return false;
-    await run(client, 'event_count_bump', [job.project_id]);
-    return true;
-  });
+/**
+ * The worker's side: a batch of jobs in one statement and one round trip. Returns how many events
+ * this call wrote (a redelivered job's event is already there and is not counted again).
+ */
+export async function writeEvents(db: Queryable, jobs: AuditJob[]): Promise<number> {
+  if (jobs.length === 0) return 0;
+  const [result] = await run<{ written: number }>(db, 'events_insert', [JSON.stringify(jobs)]);
+  return result!.written;
 }

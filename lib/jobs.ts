@@ -19,7 +19,7 @@ export const QUEUES = {
  * worker that died (kill -9, a lost machine); the supervisor then hands it to another worker,
  * instead of after pg-boss's default 15 minutes.
  */
-const JOB_EXPIRE_SECONDS = 30;
+export const JOB_EXPIRE_SECONDS = 30;
 /** How often the worker process's supervisor looks for such jobs. */
 export const SUPERVISE_INTERVAL_SECONDS = 10;
 
@@ -28,8 +28,14 @@ export const SUPERVISE_INTERVAL_SECONDS = 10;
  * RETRY_DELAY_MAX_SECONDS, for RETRY_LIMIT tries: over an hour of outage before any is given up.
  * Uncapped, the backoff of a job that failed a few times in one outage outgrew the outage itself.
  */
-const RETRY_DELAY_MAX_SECONDS = 5;
+export const RETRY_DELAY_MAX_SECONDS = 5;
 const RETRY_LIMIT = 1000;
+/**
+ * The longest a job can wait after the database comes back: one whose claim or settle was lost with
+ * the connection (the handler's own retries cannot reach it) waits out its expiry, the supervisor's
+ * next pass and a retry delay.
+ */
+export const WORST_RECOVERY_SECONDS = JOB_EXPIRE_SECONDS + SUPERVISE_INTERVAL_SECONDS + RETRY_DELAY_MAX_SECONDS;
 
 const QUICK_JOB = {
   expireInSeconds: JOB_EXPIRE_SECONDS,

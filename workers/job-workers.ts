@@ -1,12 +1,13 @@
 // The `worker` process's work: pg-boss handlers for the audit trail and key expiry.
 import type pg from 'pg';
-import { writeEvent, type AuditJob } from '../domain/audit.ts';
+import { writeEvents, type AuditJob } from '../domain/audit.ts';
 import { expireDueKeys } from '../domain/keys.ts';
 import { invalidRunReport, recomputeTotals, storeRun, type RunFinished, type TotalsJob } from '../domain/runs.ts';
 import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/db.ts';
 import { QUEUES, startConsumer } from '../lib/jobs.ts';
 import type { Logger } from '../lib/log.ts';
+import { rideOutOutage } from './ride-out.ts';
 
 export interface JobWorkers {
   stop(): Promise<void>;
@@ -26,13 +27,15 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
   const pool: pg.Pool = createPool(config, log, databaseUrl, 4);
   const boss = await startConsumer(databaseUrl, log);
   const services = { pool, boss, log };
+  const stopping = new AbortController();
+  const riding = <T>(work: () => Promise<T>) => rideOutOutage(work, stopping.signal);
 
   await boss.work<AuditJob>(QUEUES.auditWrite, {
     ...FETCHING,
     batchSize: AUDIT_BATCH_SIZE,
     localConcurrency: AUDIT_CONCURRENCY,
   }, async (jobs) => {
-    for (const job of jobs) await writeEvent(pool, job.data);
+    await riding(() => writeEvents(pool, jobs.map((job) => job.data)));
   });
 
   await boss.work<RunFinished>(QUEUES.runFinished, { ...FETCHING, batchSize: 20 }, async (jobs) => {
@@ -40,22 +43,23 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
       const invalid = invalidRunReport(job.data);
       // A malformed report can never be stored; retrying it would only repeat the failure.
       if (invalid) log.error({ jobId: job.id, field: invalid }, 'run report refused');
-      else await storeRun(services, job.data);
+      else await riding(() => storeRun(services, job.data));
     }
   });
 
   await boss.work<TotalsJob>(QUEUES.appTotals, { ...FETCHING, batchSize: 10 }, async (jobs) => {
-    for (const job of jobs) await recomputeTotals(services, job.data);
+    for (const job of jobs) await riding(() => recomputeTotals(services, job.data));
   });
 
   await boss.work(QUEUES.keyExpire, async () => {
-    const expired = await expireDueKeys(services);
+    const expired = await riding(() => expireDueKeys(services));
     if (expired > 0) log.info({ expired }, 'keys expired');
   });
 
   log.info('job workers started');
   return {
     async stop() {
+      stopping.abort();
       // Graceful: jobs in hand finish (or go back to the queue) before the pool closes.
       await boss.stop({ graceful: true, timeout: 8000 });
       await pool.end();

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { writeEvent, type AuditJob } from '../../domain/audit.ts';
+import { writeEvents, type AuditJob } from '../../domain/audit.ts';
 import { expireDueKeys, insertKey } from '../../domain/keys.ts';
 import { disableConsumer, disableProject } from '../../domain/projects.ts';
 import { change } from '../../domain/services.ts';
@@ -319,8 +319,8 @@ test('the audit writer is idempotent: one job written twice is one event and one
     details: { name: 'twice' },
     created_at: nowSeconds() - 60,
   };
-  assert.equal(await writeEvent(service.db, job), true);
-  assert.equal(await writeEvent(service.db, job), false);
+  assert.equal(await writeEvents(service.db, [job]), 1);
+  assert.equal(await writeEvents(service.db, [job]), 0);
   assert.deepEqual(await projectEventCount(p.projectId), { rows: 3, counter: 3 });
   const written = await eventsOf(job.related_id);
   assert.equal(written.length, 1);
@@ -329,8 +329,8 @@ test('the audit writer is idempotent: one job written twice is one event and one
 
   // Two deliveries at once: still one.
   const racing: AuditJob = { ...job, id: newId('evnt'), related_id: newId('papi') };
-  const results = await Promise.all([writeEvent(service.db, racing), writeEvent(service.db, racing), writeEvent(service.db, racing)]);
-  assert.deepEqual(results.filter(Boolean).length, 1);
+  const results = await Promise.all([writeEvents(service.db, [racing]), writeEvents(service.db, [racing]), writeEvents(service.db, [racing])]);
+  assert.deepEqual(results.sort(), [0, 0, 1]);
   assert.equal((await eventsOf(racing.related_id)).length, 1);
   assert.deepEqual(await projectEventCount(p.projectId), { rows: 4, counter: 4 });
 
@@ -338,9 +338,23 @@ test('the audit writer is idempotent: one job written twice is one event and one
   const { rows: [real] } = await service.db.query(
     "SELECT data FROM pgboss.job WHERE name = 'audit.write' AND data->>'related_id' = $1", [p.keyId]);
   assert.ok(real, 'the first key\'s audit job is kept');
-  assert.equal(await writeEvent(service.db, real.data as AuditJob), false);
+  assert.equal(await writeEvents(service.db, [real.data as AuditJob]), 0);
   assert.equal((await eventsOf(p.keyId)).length, 1);
   assert.deepEqual(await projectEventCount(p.projectId), { rows: 4, counter: 4 });
+
+  // One batch holding a new job, a written one and the new one again: one event more, counted once.
+  const fresh: AuditJob = { ...job, id: newId('evnt'), related_id: newId('papi') };
+  assert.equal(await writeEvents(service.db, [fresh, job, fresh]), 1);
+  assert.equal((await eventsOf(fresh.related_id)).length, 1);
+  assert.deepEqual(await projectEventCount(p.projectId), { rows: 5, counter: 5 });
+});
+
+test('the audit writer refuses a job of an unknown type instead of dropping its event', async () => {
+  const p = await project('Unknown type');
+  const job = { id: newId('evnt'), project_id: p.projectId, type: 'key.melted', related_table: 'key', related_id: newId('papi'),
+    origin: 'api', ip_address: '127.0.0.1', details: [], created_at: nowSeconds() } as unknown as AuditJob;
+  await assert.rejects(writeEvents(service.db, [job]), { code: '23502' });
+  assert.equal((await eventsOf(job.related_id)).length, 0);
 });
 
 test('no event anywhere holds a secret or a secret hash', async () => {

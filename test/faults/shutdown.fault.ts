@@ -52,13 +52,21 @@ after(async () => {
 });
 
 /** Holds a row lock in a transaction of its own until released. */
-async function holdLock(sql: string, values: unknown[]): Promise<{ release(): Promise<void> }> {
+interface HeldLock {
+  /** The holding session's backend, which the waiters' pg_blocking_pids name. */
+  pid: number;
+  release(): Promise<void>;
+}
+
+async function holdLock(sql: string, values: unknown[]): Promise<HeldLock> {
   const client = await db.connect();
+  const { rows: [{ pid }] } = await client.query('SELECT pg_backend_pid() AS pid');
   await client.query('BEGIN');
   const { rowCount } = await client.query(sql, values);
   assert.equal(rowCount, 1, `the row to lock exists: ${sql}`);
   let released = false;
   return {
+    pid,
     async release() {
       if (released) return;
       released = true;
@@ -67,11 +75,18 @@ async function holdLock(sql: string, values: unknown[]): Promise<{ release(): Pr
   };
 }
 
-/** Sessions of the service waiting on a lock whose query reads like `pattern`. */
-async function lockWaiters(pattern: string): Promise<number> {
+/**
+ * Sessions waiting, directly or behind another waiter, on a lock the test holds. Found from the
+ * holder, not by query text, which pg_stat_activity cuts at 1 kB.
+ */
+async function lockWaiters(lock: HeldLock): Promise<number> {
   const { rows } = await db.query(
-    `SELECT count(*)::int AS n FROM pg_stat_activity
-     WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE $1`, [pattern]);
+    `WITH RECURSIVE waiting (pid) AS (
+       SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))
+       UNION
+       SELECT a.pid FROM pg_stat_activity a JOIN waiting w ON w.pid = ANY (pg_blocking_pids(a.pid))
+     )
+     SELECT count(*)::int AS n FROM waiting`, [lock.pid]);
   return rows[0].n;
 }
 
@@ -129,7 +144,7 @@ test(`SIGTERM to a web process with ${IN_FLIGHT} requests in flight: each gets i
   let waiting = 0;
   try {
     waiting = await waitFor(() => 'app creations waiting on the plan lock', async () => {
-      const n = await lockWaiters('%plans%');
+      const n = await lockWaiters(lock);
       return n >= 4 ? n : undefined;
     }, 10_000);
     // The rest are parsed and queued for a thread (or a connection) by now: the gateway is not blocked.
@@ -169,15 +184,15 @@ test(`SIGTERM to a web process with ${IN_FLIGHT} requests in flight: each gets i
 });
 
 /**
- * The worker's audit handler bumps the project's event counter (sql/queries/event_count_bump.sql):
+ * The worker's audit handler bumps the project's event counter (sql/queries/events_insert.sql):
  * holding that row makes every job of the batch in hand wait.
  */
-async function workerWithJobsInHand(name: string): Promise<{ worker: ServiceProcess; lock: { release(): Promise<void> }; inHand: number }> {
+async function workerWithJobsInHand(name: string): Promise<{ worker: ServiceProcess; lock: HeldLock; inHand: number }> {
   const lock = await holdLock('SELECT 1 FROM project_event_counts WHERE project_id = $1 FOR UPDATE', [project.projectId]);
   try {
     const worker = await group.startWorker(name);
     const inHand = await waitFor(() => `${name} holding audit jobs`, async () => {
-      const waiting = await lockWaiters('%project_event_counts%');
+      const waiting = await lockWaiters(lock);
       const active = (await pendingJobs(db)).byState.active ?? 0;
       return waiting > 0 && active > 0 ? active : undefined;
     }, 15_000);
