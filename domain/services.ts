@@ -1,7 +1,7 @@
 // What a domain handler is given: the database, the job producer, a logger. Nothing of HTTP.
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { bossDb } from '../lib/jobs.ts';
+import { bossDb, wakeWorkers } from '../lib/jobs.ts';
 import { withTransaction } from '../lib/db.ts';
 import type { Logger } from '../lib/log.ts';
 
@@ -18,13 +18,17 @@ export interface Tx {
 }
 
 /** Runs one change in one transaction; jobs it sends commit or roll back with it. */
-export function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  return withTransaction(services.pool, (client) => fn({
+export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const queues = new Set<string>();
+  const result = await withTransaction(services.pool, (client) => fn({
     client,
     async send(queue, data, options = {}) {
       await services.boss.send(queue, data, { ...options, db: bossDb(client) });
+      queues.add(queue);
     },
   }));
+  for (const queue of queues) wakeWorkers(services.pool, queue);
+  return result;
 }
 
 /** Who makes a change and from where: recorded on its event. */

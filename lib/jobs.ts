@@ -1,5 +1,10 @@
 // pg-boss: queue names, their options, and the instances each kind of process needs.
+import { createHash } from 'node:crypto';
 import { PgBoss } from 'pg-boss';
+// pg-boss's own connection pool and LISTEN client, given prepared statements below. Not in its
+// public API: pg-boss is pinned to one version in package.json for this.
+import BossPoolDb from 'pg-boss/dist/db.js';
+import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type pg from 'pg';
 import { errorFields, type Logger } from './log.ts';
 
@@ -42,18 +47,100 @@ const QUICK_JOB = {
   retryLimit: RETRY_LIMIT, retryDelay: 1, retryBackoff: true, retryDelayMax: RETRY_DELAY_MAX_SECONDS,
 };
 
+/**
+ * Queues whose jobs are sent only inside a change's transaction (domain/services.ts change()).
+ * Their workers are woken after the commit (wakeWorkers), not by pg-boss's transactional NOTIFY:
+ * PostgreSQL holds one lock across every committing transaction that notifies, through its WAL
+ * flush, so that NOTIFY made every change in the database commit one at a time.
+ */
+const WOKEN_AFTER_COMMIT: ReadonlySet<string> = new Set([QUEUES.auditWrite, QUEUES.appTotals]);
+
 const QUEUE_OPTIONS: Record<string, { policy?: string } & Record<string, unknown>> = {
-  [QUEUES.auditWrite]: { ...QUICK_JOB, notify: true },
+  [QUEUES.auditWrite]: { ...QUICK_JOB, notify: false },
   [QUEUES.keyExpire]: { expireInSeconds: 120, retryLimit: 2, retryDelay: 5 },
+  // Sent by the run engine with pg-boss's own send(): its NOTIFY wakes the worker.
   [QUEUES.runFinished]: { ...QUICK_JOB, notify: true },
-  [QUEUES.appTotals]: { ...QUICK_JOB, policy: 'stately', notify: true },
+  [QUEUES.appTotals]: { ...QUICK_JOB, policy: 'stately', notify: false },
 };
+
+/**
+ * pg-boss's wake-up on its own channel, in a transaction of its own that waits for no WAL flush
+ * (a lost wake-up costs one polling interval, never a job), so holding the NOTIFY lock is brief.
+ */
+const WAKE_SQL = `SELECT pg_notify(${notifyChannelSql('pgboss')}, $1), set_config('synchronous_commit', 'off', true)`;
+type WakeState = 'running' | 'again';
+const waking = new WeakMap<pg.Pool, Map<string, WakeState>>();
+
+/**
+ * Wakes the workers of `queue` after a commit that sent it jobs. Coalesced per pool and queue: one
+ * wake-up in flight, and one more after it for every commit that landed meanwhile, so a burst of
+ * changes costs a few NOTIFYs, and every commit is still followed by a wake-up sent after it.
+ */
+export function wakeWorkers(pool: pg.Pool, queue: string): void {
+  if (!WOKEN_AFTER_COMMIT.has(queue)) return;
+  let states = waking.get(pool);
+  if (!states) waking.set(pool, states = new Map());
+  if (states.has(queue)) {
+    states.set(queue, 'again');
+    return;
+  }
+  states.set(queue, 'running');
+  const wake = (): void => {
+    pool.query({ name: 'pgboss_wake', text: WAKE_SQL, values: [queue] }).catch(() => {
+      // A hint only: the workers' polling finds the jobs all the same.
+    }).finally(() => {
+      if (states.get(queue) === 'again') {
+        states.set(queue, 'running');
+        wake();
+      } else {
+        states.delete(queue);
+      }
+    });
+  };
+  wake();
+}
 
 export const KEY_EXPIRE_CRON = '* * * * *';
 
+/**
+ * pg-boss sends its statements as text each time: PostgreSQL parsed and planned its job insert on
+ * every change (0.26 ms of planning, more than the insert itself) and its fetch and completion on
+ * every batch. Its parameterised statements run here as named prepared statements instead, parsed
+ * once per connection and planned from the plan cache. Its texts are a small fixed set (queue
+ * names and options are inlined); the cap keeps an unforeseen varying text from filling every
+ * connection's statement cache.
+ */
+const PREPARED_TEXTS_MAX = 64;
+const preparedNames = new Map<string, string>();
+
+function prepared(text: string, values: unknown[] | undefined): pg.QueryConfig | string {
+  if (!values || values.length === 0) return text;
+  let name = preparedNames.get(text);
+  if (name === undefined && preparedNames.size < PREPARED_TEXTS_MAX) {
+    name = `pgboss_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    preparedNames.set(text, name);
+  }
+  return { name, text, values };
+}
+
 /** pg-boss's view of a pool or a transaction's client. */
 export function bossDb(client: Pick<pg.Pool | pg.ClientBase, 'query'>) {
-  return { executeSql: (text: string, values?: unknown[]) => client.query(text, values) };
+  return {
+    executeSql: (text: string, values?: unknown[]) => {
+      const query = prepared(text, values);
+      return typeof query === 'string' ? client.query(query) : client.query(query);
+    },
+  };
+}
+
+/** pg-boss's own pool (and its LISTEN connection), its statements prepared as above. */
+class PreparedBossDb extends BossPoolDb {
+  override async executeSql(text: string, values?: unknown[]) {
+    if (!this.opened) return super.executeSql(text, values);
+    const pool = (this as unknown as { pool: pg.Pool }).pool;
+    const query = prepared(text, values);
+    return typeof query === 'string' ? pool.query(query) : pool.query(query);
+  }
 }
 
 function watch(boss: PgBoss, log: Logger): PgBoss {
@@ -72,7 +159,8 @@ export async function startProducer(pool: pg.Pool, log: Logger): Promise<PgBoss>
 /** For the `worker` process: supervision, cron and LISTEN/NOTIFY wake-ups. */
 export async function startConsumer(connectionString: string, log: Logger): Promise<PgBoss> {
   const boss = watch(new PgBoss({
-    connectionString, max: 6, migrate: false, supervise: true, schedule: true, useListenNotify: true,
+    db: new PreparedBossDb({ connectionString, max: 6 }),
+    migrate: false, supervise: true, schedule: true, useListenNotify: true,
     superviseIntervalSeconds: SUPERVISE_INTERVAL_SECONDS, monitorIntervalSeconds: SUPERVISE_INTERVAL_SECONDS,
   }), log);
   // Every 2 s while a worker holds jobs: its state, last fetch and last error (LOG_LEVEL=debug).
