@@ -1,9 +1,9 @@
 // The apps resource (api.md 4.2): create, list, detail, edit (name, description, publish) and
 // soft delete, with the plan checked before anything else is done.
 import { isId, newId } from '../lib/ids.ts';
-import { run, type Queryable } from '../lib/db.ts';
+import { run } from '../lib/db.ts';
 import { recordEvent } from './audit.ts';
-import { catalog, IMAGE_DATA_TYPE_ID, resolveCategory, type Catalog } from './catalog.ts';
+import { catalog, IMAGE_DATA_TYPE_ID, type Catalog } from './catalog.ts';
 import { errors } from './errors.ts';
 import { ok, pageOf, paging, type DomainRequest, type DomainResult } from './requests.ts';
 import { change, type Services } from './services.ts';
@@ -94,36 +94,47 @@ function parseNewApp(body: Record<string, unknown>, types: Catalog): NewApp {
   return { name, description, category: sentCategory ?? DEFAULT_CATEGORY, data, instruction, status, type };
 }
 
-async function checkPlan(db: Queryable, projectId: string): Promise<void> {
-  const [plan] = await run<{ custom_apps: boolean; app_limit: number }>(db, 'plan_lock', [projectId]);
-  if (!plan || !plan.custom_apps) throw errors.planNoCustomApps();
-  const [count] = await run<{ total: number }>(db, 'app_count', [projectId]);
-  if (count!.total >= plan.app_limit) throw errors.planAppLimit();
+interface Created {
+  outcome: 'created' | 'limit' | 'unknown' | 'no-image-model';
+  model_id: string;
+  build_id: string;
+  created_at: number;
 }
 
 export async function createApp(services: Services, req: DomainRequest): Promise<DomainResult> {
   const projectId = req.caller.project_id;
   const types = await catalog(services.pool);
   const response = await change(services, async (tx) => {
-    await checkPlan(tx.client, projectId);
-    const app = parseNewApp(req.body, types);
-    const model = await resolveCategory(tx.client, app.category, app.data.some((f) => f.typeId === IMAGE_DATA_TYPE_ID));
-    if (model === 'unknown') throw errors.categoryUnknown();
-    if (model === 'no-image-model') throw errors.categoryNoImageModel();
-
+    const [plan] = await run<{ custom_apps: boolean; app_limit: number }>(tx.client, 'plan_lock', [projectId]);
+    if (!plan || !plan.custom_apps) throw errors.planNoCustomApps();
+    let app: NewApp;
+    try {
+      app = parseNewApp(req.body, types);
+    } catch (err) {
+      // The plan's limit is answered before the body's faults: the plan is checked first.
+      const [count] = await run<{ total: number }>(tx.client, 'app_count', [projectId]);
+      if (count!.total >= plan.app_limit) throw errors.planAppLimit();
+      throw err;
+    }
     const id = newId('mapp');
-    const [row] = await run<{ created_at: number }>(tx.client, 'app_insert',
-      [id, projectId, app.name, app.description, app.category, app.type, app.status, model.modelId, model.buildId]);
-    await run(tx.client, 'app_data_fields_insert', [id, app.data.map((f) => f.id), app.data.map((_, i) => i),
-      app.data.map((f) => f.name), app.data.map((f) => f.typeId), app.data.map((f) => f.placeholder), app.data.map((f) => f.required)]);
-    await run(tx.client, 'app_instructions_insert', [id, app.instruction.map((i) => i.id), app.instruction.map((_, i) => i),
-      app.instruction.map((i) => i.type), app.instruction.map((i) => i.instruction)]);
+    const [created] = await run<Created>(tx.client, 'app_create', [
+      id, projectId, app.name, app.description, app.category, app.type, app.status, plan.app_limit,
+      app.data.some((f) => f.typeId === IMAGE_DATA_TYPE_ID),
+      app.data.map((f) => f.id), app.data.map((_, i) => i), app.data.map((f) => f.name),
+      app.data.map((f) => f.typeId), app.data.map((f) => f.placeholder), app.data.map((f) => f.required),
+      app.instruction.map((i) => i.id), app.instruction.map((_, i) => i), app.instruction.map((i) => i.type),
+      app.instruction.map((i) => i.instruction),
+    ]);
+    if (created!.outcome === 'limit') throw errors.planAppLimit();
+    if (created!.outcome === 'unknown') throw errors.categoryUnknown();
+    if (created!.outcome === 'no-image-model') throw errors.categoryNoImageModel();
+    const { model_id: modelId, build_id: buildId, created_at: createdAt } = created!;
     await recordEvent(tx, { origin: 'api', ip: req.ip }, {
       projectId,
       type: 'app.created',
       related: { table: 'app', id },
-      details: { name: app.name, category: app.category, type: app.type, status: app.status, model: model.modelId },
-      at: row!.created_at,
+      details: { name: app.name, category: app.category, type: app.type, status: app.status, model: modelId },
+      at: createdAt,
     });
     return {
       id,
@@ -131,10 +142,10 @@ export async function createApp(services: Services, req: DomainRequest): Promise
       name: app.name,
       description: app.description,
       category: app.category,
-      model: model.modelId,
-      model_library: model.buildId,
+      model: modelId,
+      model_library: buildId,
       status: app.status,
-      created_at: row!.created_at,
+      created_at: createdAt,
       data: Object.fromEntries(app.data.map((f) => [f.id, { type: f.sentType, value: f.name, placeholder: f.placeholder, required: f.required }])),
       instruction: Object.fromEntries(app.instruction.map((i) => [i.id, { type: i.type, instruction: i.instruction }])),
     };

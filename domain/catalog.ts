@@ -42,27 +42,3 @@ export function catalog(db: Queryable): Promise<Catalog> {
 
 export const IMAGE_DATA_TYPE_ID = 'mdti_1777f1beedfbd5cde030';
 
-export interface ResolvedModel {
-  modelId: string;
-  buildId: string;
-}
-
-interface CategoryRow {
-  name: string;
-  model_id: string;
-  build_id: string | null;
-  image_model_id: string | null;
-  image_build_id: string | null;
-}
-
-/** The category's model (its image-reading one when `needsImages`), or why there is none. */
-export async function resolveCategory(db: Queryable, category: string, needsImages: boolean): Promise<ResolvedModel | 'unknown' | 'no-image-model'> {
-  const [row] = await run<CategoryRow>(db, 'category_resolve', [category]);
-  if (!row) return 'unknown';
-  if (needsImages) {
-    if (!row.image_model_id || !row.image_build_id) return 'no-image-model';
-    return { modelId: row.image_model_id, buildId: row.image_build_id };
-  }
-  if (!row.build_id) return 'unknown';
-  return { modelId: row.model_id, buildId: row.build_id };
-}
