@@ -48,6 +48,8 @@ export async function loadScaleProject(db: pg.Pool, projectId: string, consumerI
     UPDATE apps a SET runs_private = t.runs FROM app_totals t
     WHERE t.app_id = a.id AND t.project_id = a.project_id AND a.project_id = $1`, [projectId]);
   await db.query('VACUUM ANALYZE');
+  // The load's dirty pages are written now, not by the checkpointer during the first measurement.
+  await db.query('CHECKPOINT');
   const { rows } = await db.query('SELECT id FROM apps WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1', [projectId]);
   return rows[0].id;
 }

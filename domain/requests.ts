@@ -35,6 +35,18 @@ export interface DomainResult {
 
 export const ok = (response: unknown, status = 200): DomainResult => ({ status, response });
 
+/**
+ * What a pool thread hands back to the gateway: the `response` already serialised. A string
+ * crosses the thread boundary as one flat copy, where a page of 100 events as objects was cloned
+ * member by member on both sides, and the gateway's thread (which all requests share) no longer
+ * spends its time stringifying it.
+ */
+export interface SerializedResult {
+  status: number;
+  /** JSON.stringify of the envelope's `response`. */
+  json: string;
+}
+
 export const list = (data: unknown[], total: number) => ({ object: 'list', data, total });
 
 /**

@@ -2,11 +2,11 @@
 import { Piscina } from 'piscina';
 import { ApiError, errors } from '../domain/errors.ts';
 import { currentKey } from '../domain/keys.ts';
-import type { DomainRequest, DomainResult } from '../domain/requests.ts';
+import type { DomainRequest, DomainResult, SerializedResult } from '../domain/requests.ts';
 import type { Config } from '../lib/config.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import type { PoolWorkerData } from '../workers/pool-task.ts';
-import { sendEnvelope, sendError } from './envelope.ts';
+import { sendEnvelope, sendError, sendSerializedEnvelope } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
 import type { Route } from './routes.ts';
 import type { Handler } from './types.ts';
@@ -16,7 +16,7 @@ const BODY_METHODS = new Set(['POST', 'PATCH']);
 const THREAD_OLD_GENERATION_MB = 96;
 const THREAD_YOUNG_GENERATION_MB = 16;
 
-export function createWorkerPool(config: Config, databaseUrl: string): Piscina<DomainRequest, DomainResult> {
+export function createWorkerPool(config: Config, databaseUrl: string): Piscina<DomainRequest, SerializedResult> {
   const workerData: PoolWorkerData = { config, databaseUrl };
   return new Piscina({
     filename: WORKER_FILE,
@@ -39,7 +39,7 @@ const INLINE_OPERATIONS: Readonly<Record<string, (req: DomainRequest) => DomainR
   'key.current': currentKey,
 };
 
-export function dispatch(pool: Piscina<DomainRequest, DomainResult>, route: Route, log: Logger): Handler {
+export function dispatch(pool: Piscina<DomainRequest, SerializedResult>, route: Route, log: Logger): Handler {
   const op = route.op!;
   const inline = route.inline ? INLINE_OPERATIONS[op] : undefined;
   if (route.inline && !inline) throw new Error(`no inline operation ${op}`);
@@ -67,7 +67,7 @@ export function dispatch(pool: Piscina<DomainRequest, DomainResult>, route: Rout
     }
     pool.run(task).then((result) => {
       if (result.status === 503) sendError(res, errors.unavailable());
-      else sendEnvelope(res, result.status, result.response);
+      else sendSerializedEnvelope(res, result.status, result.json);
       next(false);
     }, (err: unknown) => {
       // The pool refuses when its queue is full (load shedding) or a thread died under the task.

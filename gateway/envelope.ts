@@ -5,11 +5,17 @@ import type { Response } from 'restify';
 import { ApiError, errors, RETRY_AFTER_SECONDS, TITLES } from '../domain/errors.ts';
 
 export function sendEnvelope(res: Response, status: number, response: unknown, headers: Record<string, string> = {}): void {
-  writeEnvelope(res, status, status, response, headers);
+  writeEnvelope(res, status, status, JSON.stringify(response), headers);
 }
 
-function writeEnvelope(res: Response, status: number, code: number | string, response: unknown, headers: Record<string, string>): void {
-  const body = JSON.stringify({ code, title: TITLES[status] ?? 'Error', response });
+/** A pool thread's answer, its `response` serialised there (domain/requests.ts SerializedResult). */
+export function sendSerializedEnvelope(res: Response, status: number, responseJson: string): void {
+  writeEnvelope(res, status, status, responseJson, {});
+}
+
+function writeEnvelope(res: Response, status: number, code: number | string, responseJson: string, headers: Record<string, string>): void {
+  // The same text JSON.stringify({ code, title, response }) writes, with `response` already serialised.
+  const body = `{"code":${JSON.stringify(code)},"title":${JSON.stringify(TITLES[status] ?? 'Error')},"response":${responseJson}}`;
   res.sendRaw(status, body, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': String(Buffer.byteLength(body)),
@@ -27,7 +33,7 @@ export function sendError(res: Response, err: ApiError): void {
 
 /** The gateway's unknown-path answer: the one envelope whose `code` is a string. */
 export function sendGatewayNotFound(res: Response): void {
-  writeEnvelope(res, 404, '404', errors.gatewayNotFound().message, {});
+  writeEnvelope(res, 404, '404', JSON.stringify(errors.gatewayNotFound().message), {});
 }
 
 /**

@@ -1,8 +1,8 @@
-// The piscina thread: runs one domain operation per task and answers with { status, response }.
+// The piscina thread: runs one domain operation per task and answers with { status, json }.
 // Every failure becomes a result here, so the gateway only ever relays what comes back.
 import { workerData } from 'node:worker_threads';
 import { ApiError, errors, isDatabaseUnavailable } from '../domain/errors.ts';
-import type { DomainRequest, DomainResult } from '../domain/requests.ts';
+import type { DomainRequest, DomainResult, SerializedResult } from '../domain/requests.ts';
 import type { Services } from '../domain/services.ts';
 import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/db.ts';
@@ -33,7 +33,12 @@ function failure(err: ApiError): DomainResult {
   return { status: err.status, response: err.message };
 }
 
-export default async function runOperation(req: DomainRequest): Promise<DomainResult> {
+export default async function runOperation(req: DomainRequest): Promise<SerializedResult> {
+  const { status, response } = await resultOf(req);
+  return { status, json: JSON.stringify(response) };
+}
+
+async function resultOf(req: DomainRequest): Promise<DomainResult> {
   const operation = OPERATIONS[req.op];
   try {
     if (!operation) throw new Error(`no operation ${req.op}`);
