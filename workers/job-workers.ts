@@ -29,26 +29,40 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
   const services = { pool, boss, log };
   const stopping = new AbortController();
   const riding = <T>(work: () => Promise<T>) => rideOutOutage(work, stopping.signal);
+  /**
+   * The batch's work, then its completion, each waiting out an outage. pg-boss completes the batch
+   * itself once the handler returns, but a completion lost with the connection leaves the jobs
+   * active until their expiry (half a minute of events missing): settled here it is retried, and
+   * pg-boss's own then finds nothing left to do. Fenced by attempt, so only this claim is settled.
+   */
+  const settled = async (queue: string, jobs: Array<{ id: string; retryCount: number }>, work: () => Promise<unknown>) => {
+    await riding(work);
+    await riding(() => boss.complete(queue, jobs.map(({ id, retryCount }) => ({ id, retryCount }))));
+  };
 
   await boss.work<AuditJob>(QUEUES.auditWrite, {
     ...FETCHING,
     batchSize: AUDIT_BATCH_SIZE,
     localConcurrency: AUDIT_CONCURRENCY,
   }, async (jobs) => {
-    await riding(() => writeEvents(pool, jobs.map((job) => job.data)));
+    await settled(QUEUES.auditWrite, jobs, () => writeEvents(pool, jobs.map((job) => job.data)));
   });
 
   await boss.work<RunFinished>(QUEUES.runFinished, { ...FETCHING, batchSize: 20 }, async (jobs) => {
-    for (const job of jobs) {
-      const invalid = invalidRunReport(job.data);
-      // A malformed report can never be stored; retrying it would only repeat the failure.
-      if (invalid) log.error({ jobId: job.id, field: invalid }, 'run report refused');
-      else await riding(() => storeRun(services, job.data));
-    }
+    await settled(QUEUES.runFinished, jobs, async () => {
+      for (const job of jobs) {
+        const invalid = invalidRunReport(job.data);
+        // A malformed report can never be stored; retrying it would only repeat the failure.
+        if (invalid) log.error({ jobId: job.id, field: invalid }, 'run report refused');
+        else await storeRun(services, job.data);
+      }
+    });
   });
 
   await boss.work<TotalsJob>(QUEUES.appTotals, { ...FETCHING, batchSize: 10 }, async (jobs) => {
-    for (const job of jobs) await riding(() => recomputeTotals(services, job.data));
+    await settled(QUEUES.appTotals, jobs, async () => {
+      for (const job of jobs) await recomputeTotals(services, job.data);
+    });
   });
 
   await boss.work(QUEUES.keyExpire, async () => {
