@@ -2,6 +2,7 @@
 // fixed then), and the `audit.write` worker inserts it, idempotently.
 import { newId } from '../lib/ids.ts';
 import { run, type Queryable } from '../lib/db.ts';
+import { isDatabaseUnavailable } from './errors.ts';
 import { QUEUES } from '../lib/jobs.ts';
 import type { Actor, Tx } from './services.ts';
 
@@ -59,4 +60,29 @@ export async function writeEvents(db: Queryable, jobs: AuditJob[]): Promise<numb
   if (jobs.length === 0) return 0;
   const [result] = await run<{ written: number }>(db, 'events_insert', [JSON.stringify(jobs)]);
   return result!.written;
+}
+
+/**
+ * The audit worker's write: the batch in one statement, or, when that fails for a reason other
+ * than an outage (a job no statement can take), each job alone, so that one bad job does not hold
+ * back the events of the rest; the first failure is then thrown for pg-boss to retry the batch
+ * (the written events are not written again).
+ */
+export async function writeEventsApart(db: Queryable, jobs: AuditJob[]): Promise<number> {
+  try {
+    return await writeEvents(db, jobs);
+  } catch (err) {
+    if (isDatabaseUnavailable(err) || jobs.length === 1) throw err;
+  }
+  let written = 0;
+  let failure: unknown;
+  for (const job of jobs) {
+    try {
+      written += await writeEvents(db, [job]);
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  if (failure !== undefined) throw failure;
+  return written;
 }

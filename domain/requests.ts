@@ -43,8 +43,8 @@ export const ok = (response: unknown, status = 200): DomainResult => ({ status, 
  */
 export interface SerializedResult {
   status: number;
-  /** JSON.stringify of the envelope's `response`. */
-  json: string;
+  /** JSON.stringify of the envelope's `response` (undefined when it is undefined). */
+  json: string | undefined;
 }
 
 export const list = (data: unknown[], total: number) => ({ object: 'list', data, total });

@@ -9,13 +9,15 @@ export function sendEnvelope(res: Response, status: number, response: unknown, h
 }
 
 /** A pool thread's answer, its `response` serialised there (domain/requests.ts SerializedResult). */
-export function sendSerializedEnvelope(res: Response, status: number, responseJson: string): void {
+export function sendSerializedEnvelope(res: Response, status: number, responseJson: string | undefined): void {
   writeEnvelope(res, status, status, responseJson, {});
 }
 
-function writeEnvelope(res: Response, status: number, code: number | string, responseJson: string, headers: Record<string, string>): void {
-  // The same text JSON.stringify({ code, title, response }) writes, with `response` already serialised.
-  const body = `{"code":${JSON.stringify(code)},"title":${JSON.stringify(TITLES[status] ?? 'Error')},"response":${responseJson}}`;
+function writeEnvelope(res: Response, status: number, code: number | string, responseJson: string | undefined, headers: Record<string, string>): void {
+  // The same text JSON.stringify({ code, title, response }) writes, with `response` already
+  // serialised (and, like it, no `response` member when there is nothing to serialise).
+  const response = responseJson === undefined ? '' : `,"response":${responseJson}`;
+  const body = `{"code":${JSON.stringify(code)},"title":${JSON.stringify(TITLES[status] ?? 'Error')}${response}}`;
   res.sendRaw(status, body, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': String(Buffer.byteLength(body)),

@@ -1,13 +1,13 @@
 // The `worker` process's work: pg-boss handlers for the audit trail and key expiry.
 import type pg from 'pg';
-import { writeEvents, type AuditJob } from '../domain/audit.ts';
+import { writeEventsApart, type AuditJob } from '../domain/audit.ts';
 import { expireDueKeys } from '../domain/keys.ts';
 import { invalidRunReport, recomputeTotals, storeRun, type RunFinished, type TotalsJob } from '../domain/runs.ts';
 import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/db.ts';
 import { QUEUES, startConsumer } from '../lib/jobs.ts';
 import type { Logger } from '../lib/log.ts';
-import { rideOutOutage } from './ride-out.ts';
+import { rideOutFromNow, rideOutOutage } from './ride-out.ts';
 
 export interface JobWorkers {
   stop(): Promise<void>;
@@ -28,16 +28,17 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
   const boss = await startConsumer(databaseUrl, log);
   const services = { pool, boss, log };
   const stopping = new AbortController();
-  const riding = <T>(work: () => Promise<T>) => rideOutOutage(work, stopping.signal);
   /**
-   * The batch's work, then its completion, each waiting out an outage. pg-boss completes the batch
-   * itself once the handler returns, but a completion lost with the connection leaves the jobs
-   * active until their expiry (half a minute of events missing): settled here it is retried, and
-   * pg-boss's own then finds nothing left to do. Fenced by attempt, so only this claim is settled.
+   * The batch's work, then its completion, waiting out an outage within one deadline. pg-boss
+   * completes the batch itself once the handler returns, but a completion lost with the connection
+   * leaves the jobs active until their expiry (half a minute of events missing): settled here it is
+   * retried, and pg-boss's own then finds nothing left to do. Fenced by attempt, so only this claim
+   * is settled. The retries stop when the worker stops or pg-boss gives up on the batch.
    */
-  const settled = async (queue: string, jobs: Array<{ id: string; retryCount: number }>, work: () => Promise<unknown>) => {
-    await riding(work);
-    await riding(() => boss.complete(queue, jobs.map(({ id, retryCount }) => ({ id, retryCount }))));
+  const settled = async (queue: string, jobs: Array<{ id: string; retryCount: number; signal: AbortSignal }>, work: () => Promise<unknown>) => {
+    const rideOut = rideOutFromNow(AbortSignal.any([stopping.signal, ...jobs.map((job) => job.signal)]));
+    await rideOutOutage(work, rideOut);
+    await rideOutOutage(() => boss.complete(queue, jobs.map(({ id, retryCount }) => ({ id, retryCount }))), rideOut);
   };
 
   await boss.work<AuditJob>(QUEUES.auditWrite, {
@@ -45,7 +46,7 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
     batchSize: AUDIT_BATCH_SIZE,
     localConcurrency: AUDIT_CONCURRENCY,
   }, async (jobs) => {
-    await settled(QUEUES.auditWrite, jobs, () => writeEvents(pool, jobs.map((job) => job.data)));
+    await settled(QUEUES.auditWrite, jobs, () => writeEventsApart(pool, jobs.map((job) => job.data)));
   });
 
   await boss.work<RunFinished>(QUEUES.runFinished, { ...FETCHING, batchSize: 20 }, async (jobs) => {
@@ -66,7 +67,7 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
   });
 
   await boss.work(QUEUES.keyExpire, async () => {
-    const expired = await riding(() => expireDueKeys(services));
+    const expired = await rideOutOutage(() => expireDueKeys(services), rideOutFromNow(stopping.signal));
     if (expired > 0) log.info({ expired }, 'keys expired');
   });
 

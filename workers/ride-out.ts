@@ -7,23 +7,35 @@ import { JOB_EXPIRE_SECONDS } from '../lib/jobs.ts';
  * A handler that fails while the database is away cannot record its failure either (that needs the
  * database too), so its jobs stay `active` until expireInSeconds and the supervisor's next pass: half
  * a minute and more of events missing after the database came back in a second. Retrying inside the
- * handler keeps the claim and settles the jobs the moment the database answers. Bounded well inside
- * the expiry, so the claim is still this worker's when it settles; only for work that is safe to
- * repeat (every handler here is idempotent).
+ * handler keeps the claim and settles the jobs the moment the database answers. Only for work that
+ * is safe to repeat (every handler here is idempotent).
+ *
+ * A batch's retries share one deadline, RIDE_OUT_MS after it started: no try starts after it, and
+ * the last one ends within the connect and statement timeouts (2 s + 5 s by default), well inside
+ * the job's expiry, so the claim is still this worker's when it settles.
  */
-export const RIDE_OUT_MS = (JOB_EXPIRE_SECONDS - 10) * 1000;
+export const RIDE_OUT_MS = (JOB_EXPIRE_SECONDS - 12) * 1000;
 const FIRST_DELAY_MS = 100;
 const MAX_DELAY_MS = 1000;
 
-export async function rideOutOutage<T>(work: () => Promise<T>, stopping: AbortSignal): Promise<T> {
-  const giveUpAt = Date.now() + RIDE_OUT_MS;
+export interface RideOut {
+  /** When retrying stops (ms since the epoch). */
+  until: number;
+  /** Aborted when the worker stops or pg-boss gives up on the batch: the jobs then take pg-boss's failure path. */
+  signal: AbortSignal;
+}
+
+export function rideOutFromNow(signal: AbortSignal): RideOut {
+  return { until: Date.now() + RIDE_OUT_MS, signal };
+}
+
+export async function rideOutOutage<T>(work: () => Promise<T>, { until, signal }: RideOut): Promise<T> {
   for (let delay = FIRST_DELAY_MS; ; delay = Math.min(delay * 2, MAX_DELAY_MS)) {
     try {
       return await work();
     } catch (err) {
-      // Shutting down: the job goes back through pg-boss's failure path instead of holding up the stop.
-      if (!isDatabaseUnavailable(err) || stopping.aborted || Date.now() + delay > giveUpAt) throw err;
+      if (!isDatabaseUnavailable(err) || signal.aborted || Date.now() + delay > until) throw err;
     }
-    await sleep(delay, undefined, { signal: stopping }).catch(() => undefined);
+    await sleep(delay, undefined, { signal }).catch(() => undefined);
   }
 }

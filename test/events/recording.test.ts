@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { writeEvents, type AuditJob } from '../../domain/audit.ts';
+import { writeEvents, writeEventsApart, type AuditJob } from '../../domain/audit.ts';
 import { expireDueKeys, insertKey } from '../../domain/keys.ts';
 import { disableConsumer, disableProject } from '../../domain/projects.ts';
 import { change } from '../../domain/services.ts';
@@ -355,6 +355,13 @@ test('the audit writer refuses a job of an unknown type instead of dropping its 
     origin: 'api', ip_address: '127.0.0.1', details: [], created_at: nowSeconds() } as unknown as AuditJob;
   await assert.rejects(writeEvents(service.db, [job]), { code: '23502' });
   assert.equal((await eventsOf(job.related_id)).length, 0);
+
+  // In the worker's batch, the bad job does not hold back the others' events.
+  const good: AuditJob = { ...job, id: newId('evnt'), related_id: newId('papi'), type: 'key.created', details: { name: 'good' } };
+  await assert.rejects(writeEventsApart(service.db, [job, good]), { code: '23502' });
+  assert.equal((await eventsOf(good.related_id)).length, 1);
+  assert.equal((await eventsOf(job.related_id)).length, 0);
+  assert.equal(await writeEventsApart(service.db, [good]), 0, 'written once');
 });
 
 test('no event anywhere holds a secret or a secret hash', async () => {
