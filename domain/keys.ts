@@ -98,8 +98,8 @@ export function parseNewKey(body: Record<string, unknown>, callerScope: readonly
 export async function insertKey(tx: Tx, actor: Actor, projectId: string, consumerId: string, input: NewKey) {
   const secret = newSecret();
   const id = newId('papi');
-  await run(tx.client, 'key_insert', [id, projectId, consumerId, input.name, hashSecret(secret), previewOf(secret), input.scope, input.expiresAt]);
-  const [row] = await run<KeyRow>(tx.client, 'key_find', [id, projectId]);
+  const [row] = await run<KeyRow>(tx.client, 'key_insert',
+    [id, projectId, consumerId, input.name, hashSecret(secret), previewOf(secret), input.scope, input.expiresAt]);
   await recordEvent(tx, actor, {
     projectId,
     type: 'key.created',
