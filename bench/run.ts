@@ -4,7 +4,6 @@
 //   BENCH_DURATION_S (default 10)  BENCH_WARMUP_S (2)  BENCH_OUT (bench/results)  DATABASE_URL
 //   BENCH_ONLY: a regular expression; only the parts whose names match run (an endpoint's name,
 //   `visibility`, `scale`), for measuring one change quickly. Targets of parts not run are not checked.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
@@ -13,6 +12,8 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { selfSigned } from '../gateway/tls.ts';
+import { procfileArgs } from '../lib/procfile.ts';
+import { Children, finished } from './children.ts';
 import { startEmbedded } from '../lib/embedded-db.ts';
 import { createLogger } from '../lib/log.ts';
 import { loadScaleProject } from './scale.ts';
@@ -25,7 +26,6 @@ const OUT = process.env.BENCH_OUT ?? path.join(import.meta.dirname, 'results');
 const EVENT_CHANGES = 500;
 const EVENT_RATE_PER_S = 200;
 const EVENT_WARMUP_CHANGES = 200;
-const ROOT = path.join(import.meta.dirname, '..');
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
 const runs = (part: string) => !ONLY || ONLY.test(part);
 
@@ -41,34 +41,7 @@ const TARGETS = {
 };
 
 const log = createLogger('warn', 'bench', 2);
-const children: ChildProcess[] = [];
-
-/** The node arguments of a Procfile process, so the bench runs it exactly as deployed. */
-function procfile(kind: 'release' | 'web' | 'worker'): string[] {
-  const line = readFileSync(path.join(ROOT, 'Procfile'), 'utf8').split('\n').find((l) => l.startsWith(`${kind}:`));
-  const [command, ...args] = line!.slice(kind.length + 1).trim().split(/\s+/);
-  if (command !== 'node') throw new Error(`Procfile ${kind} does not run node`);
-  return args;
-}
-
-function start(args: string[], env: Record<string, string>, stdout: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit', 'ipc'] });
-  children.push(child);
-  return child;
-}
-
-function finished(child: ChildProcess): Promise<number> {
-  return new Promise((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
-}
-
-async function output(args: string[], env: Record<string, string>): Promise<string> {
-  const child = start(args, env, 'pipe');
-  let text = '';
-  child.stdout!.on('data', (chunk: Buffer) => { text += chunk; });
-  const code = await finished(child);
-  if (code !== 0) throw new Error(`${args.join(' ')} exited ${code}`);
-  return text;
-}
+const children = new Children();
 
 const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 64 });
 
@@ -236,18 +209,18 @@ async function main(): Promise<number> {
     };
 
     console.log('# release, web, worker (as the Procfile runs them), R1, R2');
-    if ((await finished(start(procfile('release'), env))) !== 0) throw new Error('release failed');
+    if ((await finished(children.start(procfileArgs('release'), env))) !== 0) throw new Error('release failed');
     await db.query('CREATE TABLE bench_reference (k text PRIMARY KEY, v text NOT NULL)');
     await db.query("INSERT INTO bench_reference SELECT 'key-' || g, repeat('x', 64) FROM generate_series(1, 1000) g");
-    const web = start(procfile('web'), env);
-    start(procfile('worker'), env);
-    start(['bench/reference.ts', 'r1', String(r1Port)], env);
-    start(['bench/reference.ts', 'r2', String(r2Port), databaseUrl], env);
+    const web = children.start(procfileArgs('web'), env);
+    children.start(procfileArgs('worker'), env);
+    children.start(['bench/reference.ts', 'r1', String(r1Port)], env);
+    children.start(['bench/reference.ts', 'r2', String(r2Port), databaseUrl], env);
     const base = `https://127.0.0.1:${port}`;
     await waitHealthy(base);
 
-    const made = JSON.parse(await output(['bin/workspace.ts', 'project', 'create', '--name', 'bench'], env));
-    await output(['bin/workspace.ts', 'plan', 'set', made.project.id, '--app-limit', '100000000'], env);
+    const made = JSON.parse(await children.output(['bin/workspace.ts', 'project', 'create', '--name', 'bench'], env));
+    await children.output(['bin/workspace.ts', 'plan', 'set', made.project.id, '--app-limit', '100000000'], env);
     const key: string = made.key.key;
     const app = await call(`${base}/v1/app/create`, 'POST', key, APP_BODY);
     const appId: string = app.body.response.id;
@@ -293,7 +266,7 @@ async function main(): Promise<number> {
     const scale: { name: string; fresh: Measured; big: Measured }[] = [];
     if (runs('scale')) {
       console.log('# scale: 1,000,000 events, 10,000 keys, 10,000 apps, 1,000,000 runs in one project');
-      const big = JSON.parse(await output(['bin/workspace.ts', 'project', 'create', '--name', 'bench-scale'], env));
+      const big = JSON.parse(await children.output(['bin/workspace.ts', 'project', 'create', '--name', 'bench-scale'], env));
       const loadStarted = Date.now();
       const bigAppId = await loadScaleProject(db, big.project.id, big.consumer.id);
       console.log(`  loaded in ${((Date.now() - loadStarted) / 1000).toFixed(0)} s`);
@@ -366,8 +339,7 @@ async function main(): Promise<number> {
     return failures.length ? 1 : 0;
   } finally {
     agent.destroy();
-    for (const child of children) child.kill('SIGTERM');
-    await Promise.all(children.map((c) => (c.exitCode === null ? finished(c) : Promise.resolve(0))));
+    await children.stopAll();
     await db.end();
     await stopPostgres();
   }

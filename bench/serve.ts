@@ -6,17 +6,17 @@
 //   npx autocannon -c 32 -d 10 -H "authorization=Bearer $KEY" "$BASE/v1/key"
 //   psql "$DATABASE" -c 'SELECT calls, total_exec_time, total_plan_time, query FROM pg_stat_statements ORDER BY 2 DESC LIMIT 10'
 // Extra node flags for the web and worker processes (e.g. --cpu-prof): SERVE_NODE_FLAGS.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { selfSigned } from '../gateway/tls.ts';
 import { startEmbedded } from '../lib/embedded-db.ts';
 import { createLogger } from '../lib/log.ts';
+import { procfileArgs } from '../lib/procfile.ts';
+import { Children } from './children.ts';
 import { freePort } from '../test/support/ports.ts';
 
-const ROOT = path.join(import.meta.dirname, '..');
 const log = createLogger('warn', 'bench-serve', 2);
 const scratch = mkdtempSync(path.join(tmpdir(), 'pms-serve-'));
 chmodSync(scratch, 0o755);
@@ -35,39 +35,20 @@ writeFileSync(path.join(scratch, 'cert.pem'), tls.cert);
 writeFileSync(path.join(scratch, 'key.pem'), tls.key);
 const port = await freePort();
 const env = {
-  ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HTTP_PORT: String(await freePort()), HOST: '127.0.0.1',
+  DATABASE_URL: databaseUrl, PORT: String(port), HTTP_PORT: String(await freePort()), HOST: '127.0.0.1',
   TLS_CERT_FILE: path.join(scratch, 'cert.pem'), TLS_KEY_FILE: path.join(scratch, 'key.pem'), LOG_LEVEL: process.env.LOG_LEVEL || 'info',
 };
 const extraFlags = (process.env.SERVE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-const children: ChildProcess[] = [];
+const children = new Children();
 
-function procfile(kind: 'release' | 'web' | 'worker'): string[] {
-  const line = readFileSync(path.join(ROOT, 'Procfile'), 'utf8').split('\n').find((l) => l.startsWith(`${kind}:`))!;
-  return line.slice(kind.length + 1).trim().split(/\s+/).slice(1);
-}
-
-function start(args: string[], stdout: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', stdout, 'inherit'] });
-  children.push(child);
-  return child;
-}
-
-function output(args: string[]): Promise<string> {
-  const child = start(args, 'pipe');
-  let text = '';
-  child.stdout!.on('data', (chunk: Buffer) => { text += chunk; });
-  return new Promise((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`${args.join(' ')} exited ${code}`)))));
-}
-
-await output(procfile('release'));
-const web = start([...extraFlags, ...procfile('web')]);
-const worker = start([...extraFlags, ...procfile('worker')]);
-const made = JSON.parse(await output(['bin/workspace.ts', 'project', 'create', '--name', 'bench-serve']));
+await children.output(procfileArgs('release'), env);
+const web = children.start([...extraFlags, ...procfileArgs('web')], env);
+const worker = children.start([...extraFlags, ...procfileArgs('worker')], env);
+const made = JSON.parse(await children.output(['bin/workspace.ts', 'project', 'create', '--name', 'bench-serve'], env));
 console.log(`BASE=https://127.0.0.1:${port}\nKEY=${made.key.key}\nDATABASE=${databaseUrl}\nWEB_PID=${web.pid}\nWORKER_PID=${worker.pid}`);
 
 async function stop(): Promise<void> {
-  for (const child of children) child.kill('SIGTERM');
-  await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : undefined)));
+  await children.stopAll();
   await server.stop();
   rmSync(scratch, { recursive: true, force: true });
   process.exit(0);

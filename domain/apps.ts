@@ -5,7 +5,7 @@ import { run } from '../lib/db.ts';
 import { recordEvent } from './audit.ts';
 import { catalog, IMAGE_DATA_TYPE_ID, type Catalog } from './catalog.ts';
 import { errors } from './errors.ts';
-import { ok, pageOf, paging, type DomainRequest, type DomainResult } from './requests.ts';
+import { apiActor, ok, pageOf, paging, type DomainRequest, type DomainResult } from './requests.ts';
 import { change, type Services } from './services.ts';
 
 const NAME_MAX_CHARS = 200;
@@ -129,7 +129,7 @@ export async function createApp(services: Services, req: DomainRequest): Promise
     if (created!.outcome === 'unknown') throw errors.categoryUnknown();
     if (created!.outcome === 'no-image-model') throw errors.categoryNoImageModel();
     const { model_id: modelId, build_id: buildId, created_at: createdAt } = created!;
-    await recordEvent(tx, { origin: 'api', ip: req.ip }, {
+    await recordEvent(tx, apiActor(req), {
       projectId,
       type: 'app.created',
       related: { table: 'app', id },
@@ -248,7 +248,7 @@ export async function updateApp(services: Services, req: DomainRequest): Promise
   const id = appIdParam(req);
   const edit = parseEdit(req.body);
   const projectId = req.caller.project_id;
-  const actor = { origin: 'api' as const, ip: req.ip };
+  const actor = apiActor(req);
   const row = await change(services, async (tx) => {
     const [app] = await run<LockedApp>(tx.client, 'app_lock_own', [id, projectId]);
     if (!app) throw errors.appNotFound();
@@ -288,7 +288,7 @@ export async function deleteApp(services: Services, req: DomainRequest): Promise
   await change(services, async (tx) => {
     const [deleted] = await run<{ id: string; name: string; deleted_at: number }>(tx.client, 'app_delete', [id, projectId]);
     if (!deleted) throw errors.appNotFound();
-    await recordEvent(tx, { origin: 'api', ip: req.ip }, {
+    await recordEvent(tx, apiActor(req), {
       projectId,
       type: 'app.deleted',
       related: { table: 'app', id },

@@ -5,7 +5,7 @@ import { recordEvent } from './audit.ts';
 import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
-import { ok, pageOf, paging, type CallerKey, type DomainRequest, type DomainResult } from './requests.ts';
+import { apiActor, ok, pageOf, paging, type CallerKey, type DomainRequest, type DomainResult } from './requests.ts';
 import { change, type Actor, type Services, type Tx } from './services.ts';
 
 const NAME_MAX_CHARS = 200;
@@ -113,7 +113,7 @@ export async function insertKey(tx: Tx, actor: Actor, projectId: string, consume
 export async function createKey(services: Services, req: DomainRequest): Promise<DomainResult> {
   const input = parseNewKey(req.body, req.caller.scope, Math.floor(Date.now() / 1000));
   const { row, secret } = await change(services, (tx) =>
-    insertKey(tx, { origin: 'api', ip: req.ip }, req.caller.project_id, req.caller.created_by, input));
+    insertKey(tx, apiActor(req), req.caller.project_id, req.caller.created_by, input));
   return ok(keyView(row, secret), 201);
 }
 
@@ -125,7 +125,7 @@ export async function revokeKey(services: Services, req: DomainRequest): Promise
   await change(services, async (tx) => {
     const [revoked] = await run<{ id: string; name: string; updated_at: number }>(tx.client, 'key_revoke', [id, projectId]);
     if (!revoked) throw errors.keyNotFound();
-    await recordEvent(tx, { origin: 'api', ip: req.ip }, {
+    await recordEvent(tx, apiActor(req), {
       projectId,
       type: 'key.revoked',
       related: { table: 'key', id },

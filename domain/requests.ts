@@ -1,5 +1,6 @@
 // What the gateway hands a worker thread, and what comes back: plain data, one message each way.
 import { errors } from './errors.ts';
+import type { Actor } from './services.ts';
 
 /** The authenticated key, as key_authenticate.sql reads it. */
 export interface CallerKey {
@@ -34,6 +35,9 @@ export interface DomainResult {
 }
 
 export const ok = (response: unknown, status = 200): DomainResult => ({ status, response });
+
+/** Who makes a change through the API, as its event records it. */
+export const apiActor = (req: DomainRequest): Actor => ({ origin: 'api', ip: req.ip });
 
 /**
  * What a pool thread hands back to the gateway: the `response` already serialised. A string

@@ -1,4 +1,4 @@
-// The Procfile's processes as real child processes (`node bin/release.ts | web.ts | worker.ts`)
+// The Procfile's processes as real child processes, run with the Procfile's own node arguments (lib/procfile.ts),
 // against one database, for the fault suite: start them and wait until they serve, kill -9,
 // SIGTERM and restart them, read what they logged; and an HTTPS client (keep-alive, trusting the
 // test certificate) that reports connection errors instead of hiding them.
@@ -8,6 +8,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { procfileArgs } from '../../lib/procfile.ts';
 import { ROOT } from './cli.ts';
 import { freePort } from './ports.ts';
 import { readReply, requestParts, type Reply, type RequestOptions, type TestProject } from './service.ts';
@@ -128,7 +129,7 @@ export class ServiceProcess {
     const logOffset = existsSync(this.logFile) ? statSync(this.logFile).size : 0;
     const out = openSync(this.outFile, 'a');
     try {
-      this.child = spawn(process.execPath, [`bin/${this.kind}.ts`], {
+      this.child = spawn(process.execPath, procfileArgs(this.kind), {
         cwd: ROOT,
         env: this.group.envFor(this, this.extraEnv),
         stdio: ['ignore', out, out],
@@ -252,7 +253,7 @@ export class ProcessGroup {
   /** Procfile `release`: runs to its end; fails the test unless it exits 0. */
   async release(timeoutMs = 60_000): Promise<void> {
     const logFile = path.join(this.logDir, `release-${++this.releases}.log`);
-    const outcome = await this.runOnce(['bin/release.ts'], this.envFor({ logFile }), timeoutMs);
+    const outcome = await this.runOnce(procfileArgs('release'), this.envFor({ logFile }), timeoutMs);
     if (outcome.code !== 0) throw new Error(`release exited ${JSON.stringify(outcome)}:\n${tail(logFile)}`);
   }
 

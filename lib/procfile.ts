@@ -1,0 +1,17 @@
+// The Procfile's processes as node arguments, so tools (the bench, the fault suite) run each
+// process exactly as deployed: one reading of the Procfile for all of them.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+export type ProcessKind = 'release' | 'web' | 'worker';
+
+const PROCFILE = path.join(import.meta.dirname, '..', 'Procfile');
+
+/** The node arguments of a Procfile line (`web: node --max-semi-space-size=8 bin/web.ts`). */
+export function procfileArgs(kind: ProcessKind): string[] {
+  const line = readFileSync(PROCFILE, 'utf8').split('\n').find((l) => l.startsWith(`${kind}:`));
+  if (!line) throw new Error(`the Procfile has no ${kind} process`);
+  const [command, ...args] = line.slice(kind.length + 1).trim().split(/\s+/);
+  if (command !== 'node') throw new Error(`Procfile ${kind} does not run node`);
+  return args;
+}
