@@ -10,8 +10,10 @@ export const TITLES: Readonly<Record<number, string>> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   413: 'Payload Too Large',
   422: 'Unprocessable entity',
+  429: 'Too Many Requests',
   500: 'Internal Server Error',
   501: 'Not Implemented',
   503: 'Service Unavailable',
@@ -20,11 +22,17 @@ export const TITLES: Readonly<Record<number, string>> = {
 /** A failure the contract names: its status and its exact message. */
 export class ApiError extends Error {
   readonly status: number;
-  constructor(status: number, message: string) {
+  /** Seconds the client should wait before trying again (the Retry-After header). */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(status: number, message: string, retryAfterSeconds?: number) {
     super(message);
     this.status = status;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
+
+/** Seconds a client should wait before retrying a 503. */
+export const RETRY_AFTER_SECONDS = 1;
 
 const fail = (status: number, message: string) => () => new ApiError(status, message);
 
@@ -32,11 +40,14 @@ export const errors = {
   movedPermanently: fail(301, 'Use HTTPS: repeat the request at the Location given.'),
   invalidJson: fail(400, 'Invalid JSON.'),
   malformedHttp: fail(400, 'Malformed HTTP request.'),
+  requestTimeout: fail(408, 'The request took too long to arrive.'),
   tooDeep: fail(422, 'The JSON body is nested too deeply.'),
   unstorableText: fail(422, 'Text must be valid Unicode without NUL characters.'),
   noKey: fail(401, 'No valid API key provided.'),
   keyExpired: fail(401, 'The API key has expired.'),
   keyRefused: fail(403, "The API key doesn't have permissions to perform the request."),
+  tooManyRefusals: (retryAfterSeconds: number) =>
+    new ApiError(429, 'Too many requests with an invalid API key. Retry later.', retryAfterSeconds),
   missingScope: (scope: string) => new ApiError(403, `The API key is missing the required scope: ${scope}`),
   gatewayNotFound: fail(404, 'The requested resource was not found.'),
   methodNotAllowed: fail(405, 'The request method is not allowed.'),
@@ -44,7 +55,7 @@ export const errors = {
   unprocessable: fail(422, 'The parameters were valid but the request failed.'),
   internal: fail(500, 'Internal server error.'),
   notImplemented: fail(501, 'This endpoint is not implemented yet.'),
-  unavailable: fail(503, 'Service temporarily unavailable. Please retry.'),
+  unavailable: () => new ApiError(503, 'Service temporarily unavailable. Please retry.', RETRY_AFTER_SECONDS),
 
 
   limit: fail(422, 'limit must be an integer from 1 to 100.'),
@@ -92,9 +103,6 @@ export const errors = {
   appNameEmpty: fail(422, 'name must not be empty.'),
   appDescriptionEmpty: fail(422, 'description must not be empty.'),
 } as const;
-
-/** Seconds a client should wait before retrying a 503. */
-export const RETRY_AFTER_SECONDS = 1;
 
 // SQLSTATE classes and codes meaning "the database is not there right now", not "the query is wrong".
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);

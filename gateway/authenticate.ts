@@ -1,6 +1,7 @@
 // Step 4: the key, by one query on the SHA-256 of the secret. Unknown, revoked and disabled keys
 // all come back as no row and get the identical 403; an expired key gets 401 from the second
-// its expires_at passes. The last use is written at most once a minute, off the request's path.
+// its expires_at passes. An address past its budget of refusals gets 429 without the query
+// (refusal-throttle.ts). The last use is written at most once a minute, off the request's path.
 import type pg from 'pg';
 import { errors, isDatabaseUnavailable, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
@@ -8,6 +9,7 @@ import { hashSecret } from '../domain/secrets.ts';
 import { run } from '../lib/db.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { sendError } from './envelope.ts';
+import { RefusalThrottle } from './refusal-throttle.ts';
 import type { Handler } from './types.ts';
 
 const BEARER = 'Bearer ';
@@ -24,8 +26,9 @@ function refusal(row: CallerKey | undefined): ApiError | undefined {
   return undefined;
 }
 
-export function authenticate(pool: pg.Pool, log: Logger): Handler {
+export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: number): Handler {
   const touchedAtMs = new Map<string, number>();
+  const throttle = new RefusalThrottle(refusalsPerMinute);
 
   function noteUse(key: CallerKey): void {
     const nowMs = Date.now();
@@ -46,12 +49,21 @@ export function authenticate(pool: pg.Pool, log: Logger): Handler {
       sendError(res, errors.noKey());
       return next(false);
     }
-    run<CallerKey>(pool, 'key_authenticate', [hashSecret(header.slice(BEARER.length))]).then(([row]) => {
+    const hash = hashSecret(header.slice(BEARER.length));
+    const hashKey = hash.toString('base64');
+    const waitSeconds = throttle.waitSeconds(req.clientIp, hashKey);
+    if (waitSeconds > 0) {
+      sendError(res, errors.tooManyRefusals(waitSeconds));
+      return next(false);
+    }
+    run<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
       const refused = refusal(row);
       if (refused) {
+        throttle.refused(req.clientIp, hashKey);
         sendError(res, refused);
         return next(false);
       }
+      throttle.accepted(hashKey);
       req.caller = row!;
       noteUse(row!);
       next();

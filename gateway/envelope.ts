@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { Response } from 'restify';
-import { ApiError, errors, RETRY_AFTER_SECONDS, TITLES } from '../domain/errors.ts';
+import { ApiError, errors, TITLES } from '../domain/errors.ts';
 
 export function sendEnvelope(res: Response, status: number, response: unknown, headers: Record<string, string> = {}): void {
   writeEnvelope(res, status, status, JSON.stringify(response), headers);
@@ -27,7 +27,7 @@ function writeEnvelope(res: Response, status: number, code: number | string, res
 
 export function sendError(res: Response, err: ApiError): void {
   const headers: Record<string, string> = {};
-  if (err.status === 503) headers['Retry-After'] = String(RETRY_AFTER_SECONDS);
+  if (err.retryAfterSeconds !== undefined) headers['Retry-After'] = String(err.retryAfterSeconds);
   // An unread body is discarded with the connection rather than read to its end.
   if (err.status === 413) headers.Connection = 'close';
   sendEnvelope(res, err.status, err.message, headers);
@@ -38,11 +38,14 @@ export function sendGatewayNotFound(res: Response): void {
   writeEnvelope(res, 404, '404', JSON.stringify(errors.gatewayNotFound().message), {});
 }
 
+/** How long a socket answered directly may take to hand its answer to the peer before it is destroyed. */
+const SOCKET_ANSWER_LINGER_MS = 1000;
+
 /**
- * For what never becomes a request restify sees (malformed HTTP, CONNECT): the envelope written
- * straight to the socket, which then closes.
+ * For what never becomes a request restify sees (malformed HTTP, a timeout, CONNECT): the
+ * envelope written straight to the socket, which is then destroyed, never left half-closed.
  */
-export function sendEnvelopeOnSocket(socket: Duplex, err: ApiError, statusLine: string): void {
+export function sendEnvelopeOnSocket(socket: Duplex, err: ApiError, headers: Readonly<Record<string, string>>): void {
   // A peer that resets mid-write must not become an unhandled 'error' that ends the process.
   socket.on('error', () => socket.destroy());
   if (!socket.writable) {
@@ -51,12 +54,16 @@ export function sendEnvelopeOnSocket(socket: Duplex, err: ApiError, statusLine: 
   }
   const body = JSON.stringify({ code: err.status, title: TITLES[err.status], response: err.message });
   socket.end([
-    `HTTP/1.1 ${err.status} ${statusLine}`,
+    `HTTP/1.1 ${err.status} ${TITLES[err.status]}`,
     'Content-Type: application/json; charset=utf-8',
     `Content-Length: ${Buffer.byteLength(body)}`,
     `X-Request-Id: ${randomUUID()}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
     'Connection: close',
     '',
     body,
   ].join('\r\n'));
+  // end() alone waits for the peer to read and to close its side; a peer that never does would
+  // hold the descriptor for good.
+  setTimeout(() => socket.destroy(), SOCKET_ANSWER_LINGER_MS).unref();
 }

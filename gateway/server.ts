@@ -1,7 +1,6 @@
 // The web process: the HTTPS gateway (checks in the order decisions.md gives), the plain-HTTP
 // redirect listener, and the worker pool the gateway hands each request to.
 import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
 import restify from 'restify';
 import { ApiError, errors } from '../domain/errors.ts';
 import type { Config } from '../lib/config.ts';
@@ -9,12 +8,16 @@ import { createPool } from '../lib/db.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
 import { bodyLimit } from './body-limit.ts';
+import { answerClientErrors } from './client-errors.ts';
+import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, dispatch } from './dispatch.ts';
-import { sendEnvelopeOnSocket, sendError, sendGatewayNotFound } from './envelope.ts';
+import { sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
 import { acceptedMethods } from './method.ts';
+import { paceRequests } from './pipelining.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
+import { hardenedHeaders, setHardenedHeaders } from './response-headers.ts';
 import { ROUTES } from './routes.ts';
 import { notImplemented, requireScope } from './scope.ts';
 import { loadCertificate } from './tls.ts';
@@ -29,14 +32,30 @@ export interface Gateway {
 /** Bounds how long a graceful close waits for requests already accepted. */
 const CLOSE_GRACE_MS = 8000;
 const IDLE_SWEEP_MS = 100;
-/** A client that trickles its headers or body is cut off rather than holding a socket for minutes. */
-const HEADERS_TIMEOUT_MS = 10_000;
-const REQUEST_TIMEOUT_MS = 30_000;
 const MAX_PATH_PARAM_CHARS = 16_384;
+/**
+ * How often Node looks for requests past their head or body timeout (its default is 30 s, which
+ * let a 10 s timeout fire anywhere up to 40 s).
+ */
+const TIMEOUT_CHECK_INTERVAL_MS = 1000;
+const STANDARD_HTTPS_PORT = 443;
+
+/** The listeners' shared settings: timeouts (a slow head or body gets 408) and request pacing. */
+function prepareListener(server: restify.Server, config: Config, https: boolean): void {
+  const http = server.server;
+  http.headersTimeout = config.headersTimeoutMs;
+  http.requestTimeout = config.requestTimeoutMs;
+  // A constructor option restify does not pass on; Node reads the property when listening starts.
+  Object.assign(http, { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.headersTimeoutMs) });
+  answerClientErrors(http, hardenedHeaders(https));
+  paceRequests(http, config.maxPipelinedRequests);
+}
+
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
 
 function listen(server: restify.Server, port: number, host: string): Promise<number> {
-  server.server.headersTimeout = HEADERS_TIMEOUT_MS;
-  server.server.requestTimeout = REQUEST_TIMEOUT_MS;
   return new Promise((resolve, reject) => {
     server.server.once('error', reject);
     server.listen(port, host, () => {
@@ -44,22 +63,6 @@ function listen(server: restify.Server, port: number, host: string): Promise<num
       resolve((server.server.address() as AddressInfo).port);
     });
   });
-}
-
-/**
- * What Node hands to events other than 'request' still gets the envelope: malformed HTTP (400),
- * CONNECT (405, a method the gateway never accepts). restify claims 'upgrade' for itself and then
- * leaves the socket unanswered; without a listener Node serves an Upgrade request as a plain one.
- */
-function answerOutsideRestify(server: restify.Server): void {
-  server.server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
-    if (err.code === 'ECONNRESET') return socket.destroy();
-    sendEnvelopeOnSocket(socket, errors.malformedHttp(), 'Bad Request');
-  });
-  server.server.on('connect', (_req: unknown, socket: Duplex) => {
-    sendEnvelopeOnSocket(socket, errors.methodNotAllowed(), 'Method Not Allowed');
-  });
-  server.server.removeAllListeners('upgrade');
 }
 
 function logRequests(server: restify.Server, log: Logger): void {
@@ -84,14 +87,15 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const server = restify.createServer({
     name: '',
     log: log as never,
-    httpsServerOptions: { cert: tls.cert, key: tls.key },
+    httpsServerOptions: { cert: tls.cert, key: tls.key, handshakeTimeout: config.tlsHandshakeTimeoutMs },
     handleUncaughtExceptions: false,
     // find-my-way stops matching a parameter past 100 characters by default, which would turn an
     // over-long id on a known path into the unknown-path 404; Node's header limit bounds it anyway.
     maxParamLength: MAX_PATH_PARAM_CHARS,
   } as restify.ServerOptions);
-  answerOutsideRestify(server);
   logRequests(server, log);
+  const publicOrigin = () => config.publicUrl
+    ?? `https://${urlHost(config.host)}${httpsPort === STANDARD_HTTPS_PORT ? '' : `:${httpsPort}`}`;
 
   let stopping = false;
   // While stopping, each answer closes its connection, so no keep-alive client holds the exit.
@@ -99,9 +103,9 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     if (stopping) res.setHeader('Connection', 'close');
     next();
   };
-  const pre: Handler[] = [closeWhenStopping, requestId(config.trustProxy)];
-  if (config.trustProxy) pre.push(redirectForwardedHttp(config.host));
-  pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, log));
+  const pre: Handler[] = [closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
+  if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
+  pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, log, config.authRefusalsPerMinute));
   for (const handler of pre) server.pre(handler as never);
 
   for (const route of ROUTES) {
@@ -130,8 +134,14 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   });
 
   const redirect = restify.createServer({ name: '', log: log as never, handleUncaughtExceptions: false });
-  redirect.pre(requestId(config.trustProxy) as never, redirectAll(config.host, () => httpsPort) as never);
-  answerOutsideRestify(redirect);
+  redirect.pre(requestId(config.trustProxy) as never, setHardenedHeaders(false) as never, redirectAll(publicOrigin) as never);
+
+  prepareListener(server, config, true);
+  prepareListener(redirect, config, false);
+  boundConnections([server.server, redirect.server], {
+    maxConnections: config.maxConnections,
+    maxConnectionsPerAddress: config.trustProxy ? 0 : config.maxConnectionsPerAddress,
+  }, log);
 
   httpsPort = await listen(server, config.httpsPort, config.host);
   const httpPort = await listen(redirect, config.httpPort, config.host);

@@ -14,6 +14,20 @@ export interface Config {
   tlsKeyFile: string | undefined;
   /** Honour X-Forwarded-Proto / X-Forwarded-For from a TLS-terminating proxy. */
   trustProxy: boolean;
+  /** The HTTPS origin clients reach (the 301's Location); absent: the HTTPS listener's own. */
+  publicUrl: string | undefined;
+  /** A connection that has not finished its TLS handshake by then is destroyed. */
+  tlsHandshakeTimeoutMs: number;
+  /** A request whose head, or whole request, has not arrived by then gets 408 and is closed. */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** Open connections per process (both listeners), and per client address (0: no bound). */
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  /** Requests one connection may have unanswered before the gateway stops reading it. */
+  maxPipelinedRequests: number;
+  /** Refused authentications one client address may cause per minute before 429 (0: no bound). */
+  authRefusalsPerMinute: number;
   logLevel: string;
   /** Append logs to this file instead of stdout. */
   logFile: string | undefined;
@@ -35,6 +49,21 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   return value;
 }
 
+/** PUBLIC_URL: an https origin (scheme, host, optional port), without path, query or credentials. */
+function publicOrigin(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`PUBLIC_URL must be an https origin such as https://api.example.com, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'https:' || url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
+    throw new Error(`PUBLIC_URL must be an https origin such as https://api.example.com, got ${JSON.stringify(raw)}`);
+  }
+  return url.origin;
+}
+
 export function readConfig(env = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? '.data');
   return Object.freeze({
@@ -47,6 +76,25 @@ export function readConfig(env = process.env): Config {
     tlsCertFile: env.TLS_CERT_FILE || undefined,
     tlsKeyFile: env.TLS_KEY_FILE || undefined,
     trustProxy: env.TRUST_PROXY === 'true',
+    publicUrl: publicOrigin(env.PUBLIC_URL),
+    // Long enough for a slow mobile handshake (a few round trips), short enough that a flood of
+    // sockets that never speak is gone in seconds, not Node's 120 s.
+    tlsHandshakeTimeoutMs: int(env, 'TLS_HANDSHAKE_TIMEOUT_MS', 10_000),
+    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000),
+    // The largest body is 200,000 bytes: 30 s is 6.7 kB/s, slower than any honest client.
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000),
+    // One descriptor each: well under a production open-file limit, with room for the database
+    // pools and log files; far above what one 2-core process serves well.
+    maxConnections: Math.max(1, int(env, 'MAX_CONNECTIONS', 4096)),
+    // An API client needs a handful; a NAT of many clients a few hundred. Behind a proxy
+    // (TRUST_PROXY) every connection comes from the proxy, so this bound does not apply there.
+    maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256),
+    // HTTP/1.1 clients rarely pipeline at all; 8 keeps the pool fed without letting one socket
+    // queue unbounded work.
+    maxPipelinedRequests: Math.max(1, int(env, 'MAX_PIPELINED_REQUESTS', 8)),
+    // An honest client with a bad key stops after a few refusals; a guesser at thousands a second
+    // is held to one database lookup per second or so after its first 60.
+    authRefusalsPerMinute: int(env, 'AUTH_REFUSALS_PER_MINUTE', 60),
     logLevel: env.LOG_LEVEL || 'info',
     logFile: env.LOG_FILE || undefined,
     // Two cores here: one thread beside the main thread keeps both busy; a second thread measured

@@ -55,10 +55,12 @@ describe('plain-HTTP listener', () => {
     }
   });
 
-  test('the host the client asked for is kept, on the HTTPS port', async () => {
-    const reply = await service.plainRequest('GET', '/v1/event?x=y', { host: `api.example.test:${new URL(service.httpUrl).port}` });
-    assert.equal(reply.status, 301);
-    assert.equal(reply.headers.location, `https://api.example.test:${new URL(httpsOrigin).port}/v1/event?x=y`);
+  test("the client's Host header never makes the Location: it is the HTTPS listener's own origin", async () => {
+    for (const host of ['evil.example', `evil.example:${new URL(service.httpUrl).port}`, 'api.example.test']) {
+      const reply = await service.plainRequest('GET', '/v1/event?x=y', { host });
+      assertError(reply, 301, MESSAGES.movedPermanently, host);
+      assert.equal(reply.headers.location, `${httpsOrigin}/v1/event?x=y`, host);
+    }
   });
 
   test('the body is not read: a huge declared body gets 301 without being sent', async () => {
@@ -79,12 +81,29 @@ describe('plain-HTTP listener', () => {
   });
 });
 
+describe('with PUBLIC_URL set', () => {
+  let service: TestService;
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false, env: { PUBLIC_URL: 'https://api.example.test:9443/' } });
+  });
+  after(() => service.stop());
+
+  test('the Location is the configured public origin, whatever Host says', async () => {
+    for (const host of [undefined, 'evil.example', 'evil.example:443']) {
+      const reply = await service.plainRequest('GET', '/v1/key?limit=3', host ? { host } : {});
+      assertError(reply, 301, MESSAGES.movedPermanently, String(host));
+      assert.equal(reply.headers.location, 'https://api.example.test:9443/v1/key?limit=3', String(host));
+    }
+  });
+});
+
 describe('behind a TLS-terminating proxy (TRUST_PROXY=true)', () => {
   let service: TestService;
   let project: TestProject;
 
   before(async () => {
-    service = await TestService.start({ jobWorkers: false, env: { TRUST_PROXY: 'true' } });
+    service = await TestService.start({ jobWorkers: false, env: { TRUST_PROXY: 'true', PUBLIC_URL: 'https://api.example.test' } });
     project = await service.createProject();
   });
   after(() => service.stop());
@@ -93,14 +112,14 @@ describe('behind a TLS-terminating proxy (TRUST_PROXY=true)', () => {
     const reply = await rawRequest(service, {
       method: 'GET',
       path: '/v1/key?limit=2&offset=0',
-      headers: { authorization: `Bearer ${project.key}`, 'x-forwarded-proto': 'http', host: 'api.example.test' },
+      headers: { authorization: `Bearer ${project.key}`, 'x-forwarded-proto': 'http', host: 'evil.example' },
     });
     assertError(reply, 301, MESSAGES.movedPermanently);
     assert.equal(reply.headers.location, 'https://api.example.test/v1/key?limit=2&offset=0');
   });
 
   test('the forwarded 301 comes before the method, size and key checks', async () => {
-    const headers = { 'x-forwarded-proto': 'http', host: 'api.example.test' };
+    const headers = { 'x-forwarded-proto': 'http', host: 'evil.example' };
     const noKey = await rawRequest(service, { method: 'GET', path: '/v1/event', headers });
     assertError(noKey, 301, MESSAGES.movedPermanently, 'no key');
     const put = await rawRequest(service, { method: 'PUT', path: '/v1/key', headers });

@@ -14,8 +14,10 @@ export const TITLES: Readonly<Record<number, string>> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   413: 'Payload Too Large',
   422: 'Unprocessable entity',
+  429: 'Too Many Requests',
   500: 'Internal Server Error',
   501: 'Not Implemented',
   503: 'Service Unavailable',
@@ -40,6 +42,9 @@ export const MESSAGES = {
   keyNotFound: 'API key not found.',
   appNotFound: 'App not found.',
   eventNotFound: 'Event not found.',
+  requestTimeout: 'The request took too long to arrive.',
+  tooManyRefusals: 'Too many requests with an invalid API key. Retry later.',
+  malformedHttp: 'Malformed HTTP request.',
 } as const;
 
 /** The whole envelope for `status` around `response`: {code, title, response}. */

@@ -1,0 +1,34 @@
+// What Node hands to events other than 'request': a request it could not parse (400), one whose
+// head or body did not arrive in time (408), CONNECT (405), and sockets that fail before HTTP
+// starts (a TLS handshake that errs or times out, a reset). The first three get the envelope;
+// every one of them is destroyed, so its descriptor is freed whatever the peer does.
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { errors, type ApiError } from '../domain/errors.ts';
+import { sendEnvelopeOnSocket } from './envelope.ts';
+
+/** Whether a response has started on the socket: then nothing more can be written there. */
+function responseStarted(socket: Duplex): boolean {
+  return (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+}
+
+function answerFor(err: Error & { code?: string }): ApiError | undefined {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return errors.requestTimeout();
+  // llhttp's parse errors; anything else (TLS, resets, timeouts before HTTP) has no one to answer.
+  if (err.code?.startsWith('HPE_')) return errors.malformedHttp();
+  return undefined;
+}
+
+export function answerClientErrors(server: Server, headers: Readonly<Record<string, string>>): void {
+  server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
+    const answer = answerFor(err);
+    if (!answer || responseStarted(socket)) return void socket.destroy();
+    sendEnvelopeOnSocket(socket, answer, headers);
+  });
+  server.on('connect', (_req: unknown, socket: Duplex) => {
+    sendEnvelopeOnSocket(socket, errors.methodNotAllowed(), headers);
+  });
+  // restify claims 'upgrade' for itself and then leaves the socket unanswered; without a listener
+  // Node serves an Upgrade request as a plain one.
+  server.removeAllListeners('upgrade');
+}
