@@ -1,0 +1,360 @@
+// Hostile clients, each rule on its own (the fault suite's hostile file floods real processes):
+// sockets that never finish TLS or a request are destroyed; connections are bounded per process
+// and per address; pipelining is paced per connection; refused authentications are throttled per
+// address (429 without a database lookup); every answer carries the hardening headers.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import tls from 'node:tls';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { MESSAGES, TITLES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
+import { TestService, type Reply, type TestProject } from '../support/service.ts';
+import { sleep } from '../support/wait.ts';
+import { assertError, assertSuccess } from './helpers.ts';
+
+const HSTS = 'max-age=31536000';
+
+function assertHardened(reply: { headers: Record<string, unknown> }, https: boolean, what: string): void {
+  assert.equal(reply.headers['cache-control'], 'no-store', `${what}: Cache-Control`);
+  assert.equal(reply.headers['x-content-type-options'], 'nosniff', `${what}: X-Content-Type-Options`);
+  assert.equal(reply.headers['strict-transport-security'], https ? HSTS : undefined, `${what}: Strict-Transport-Security`);
+}
+
+/** A raw answer read off a socket: status line, headers and the JSON body. */
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+function parseRaw(text: string): RawAnswer[] {
+  const answers: RawAnswer[] = [];
+  let rest = text;
+  while (rest.startsWith('HTTP/1.1 ')) {
+    const headEnd = rest.indexOf('\r\n\r\n');
+    if (headEnd < 0) break;
+    const [statusLine, ...lines] = rest.slice(0, headEnd).split('\r\n');
+    const headers: Record<string, string> = {};
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    const length = Number(headers['content-length']);
+    const bodyText = rest.slice(headEnd + 4, headEnd + 4 + length);
+    answers.push({ status: Number(statusLine!.split(' ')[1]), headers, body: JSON.parse(bodyText) });
+    rest = rest.slice(headEnd + 4 + length);
+  }
+  return answers;
+}
+
+interface Conversation {
+  text: string;
+  /** Milliseconds from the first write until the service closed the connection. */
+  closedAfterMs: number;
+}
+
+/** Opens a TLS connection, writes `data` (each string one write, `gapMs` apart), reads until the service closes it. */
+function converse(service: TestService, parts: string[], gapMs = 0, timeoutMs = 10_000): Promise<Conversation> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: '127.0.0.1', port: new URL(service.baseUrl).port as unknown as number, ca: readFileSync(service.config.tlsCertFile!), servername: 'localhost' });
+    const chunks: Buffer[] = [];
+    let started = 0;
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the service kept the connection open past ${timeoutMs} ms; read so far: ${Buffer.concat(chunks).toString()}`));
+    }, timeoutMs);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ text: Buffer.concat(chunks).toString('utf8'), closedAfterMs: Date.now() - started });
+    });
+    socket.once('secureConnect', async () => {
+      started = Date.now();
+      for (const part of parts) {
+        if (socket.destroyed) return;
+        socket.write(part);
+        if (gapMs) await sleep(gapMs);
+      }
+    });
+  });
+}
+
+/** A TCP connection that never speaks; resolves with how long until the service closed it. */
+function silentConnection(port: number): { socket: net.Socket; closed: Promise<number> } {
+  const opened = Date.now();
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  return { socket, closed: new Promise((resolve) => socket.on('close', () => resolve(Date.now() - opened))) };
+}
+
+const openDescriptors = () => readdirSync('/proc/self/fd').length;
+
+describe('hardening headers', () => {
+  let service: TestService;
+  let project: TestProject;
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false });
+    project = await service.createProject();
+  });
+  after(() => service.stop());
+
+  test('HTTPS answers of every kind carry no-store, nosniff and HSTS', async () => {
+    const created = await service.request('POST', '/v1/key', { key: project.key, body: { name: 'carries a secret' } });
+    assertSuccess(created, 201, 'key creation');
+    assert.match(created.body.response.key, /^sk-project-/);
+    assertHardened(created, true, 'the 201 that carries a secret');
+    assertHardened(await service.request('GET', '/v1/key/current', { key: project.key }), true, 'a read');
+    assertHardened(await service.request('GET', '/v1/key'), true, 'a 401');
+    assertHardened(await service.request('GET', '/nowhere', { key: project.key }), true, 'the gateway 404');
+    assertHardened(await service.request('GET', '/healthz'), true, '/healthz');
+  });
+
+  test('the plain listener\'s 301 carries no-store and nosniff, and no HSTS (browsers ignore it over HTTP)', async () => {
+    const reply = await service.plainRequest('GET', '/v1/key');
+    assertError(reply, 301, MESSAGES.movedPermanently);
+    assertHardened(reply, false, 'the 301');
+  });
+
+  test('a malformed request, answered on the socket, carries them too', async () => {
+    const { text } = await converse(service, ['GET /v1/key HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n']);
+    const [answer] = parseRaw(text);
+    assert.equal(answer!.status, 400);
+    assert.deepEqual(answer!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
+    assertHardened(answer!, true, 'the 400');
+  });
+});
+
+describe('requests that do not arrive in time: 408, then the connection is closed', () => {
+  const HEADERS_TIMEOUT_MS = 600;
+  const REQUEST_TIMEOUT_MS = 1500;
+  let service: TestService;
+  let project: TestProject;
+
+  before(async () => {
+    service = await TestService.start({
+      jobWorkers: false,
+      env: { HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) },
+    });
+    project = await service.createProject();
+  });
+  after(() => service.stop());
+
+  test('a head that stops arriving', async () => {
+    const { text, closedAfterMs } = await converse(service, ['GET /v1/key HTTP/1.1\r\n', 'Host: x\r\n']);
+    const answers = parseRaw(text);
+    assert.equal(answers.length, 1, text);
+    assert.equal(answers[0]!.status, 408);
+    assert.deepEqual(answers[0]!.body, { code: 408, title: 'Request Timeout', response: MESSAGES.requestTimeout });
+    assertHardened(answers[0]!, true, 'the 408');
+    assert.ok(closedAfterMs >= HEADERS_TIMEOUT_MS - 50 && closedAfterMs < HEADERS_TIMEOUT_MS + 3000, `closed after ${closedAfterMs} ms`);
+  });
+
+  test('a head that trickles, one byte at a time, is cut off all the same', async () => {
+    const head = `GET /v1/key/current HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${project.key}\r\nX-Pad: ${'a'.repeat(200)}\r\n\r\n`;
+    const { text } = await converse(service, [...head], 20);
+    assert.equal(parseRaw(text)[0]?.status, 408, text);
+  });
+
+  test('a body that stops arriving', async () => {
+    const { text, closedAfterMs } = await converse(service, [
+      `POST /v1/key HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${project.key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`,
+      '{"name":',
+    ]);
+    const answers = parseRaw(text);
+    assert.equal(answers.length, 1, text);
+    assert.deepEqual(answers[0]!.body, { code: 408, title: 'Request Timeout', response: MESSAGES.requestTimeout });
+    assert.ok(closedAfterMs >= REQUEST_TIMEOUT_MS - 50 && closedAfterMs < REQUEST_TIMEOUT_MS + 3000, `closed after ${closedAfterMs} ms`);
+  });
+
+  test('a connection that never sends a request after its handshake is closed with the 408', async () => {
+    const { text } = await converse(service, []);
+    assert.equal(parseRaw(text)[0]?.status, 408, text);
+  });
+
+  test('a request in time is served as before', async () => {
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
+  });
+});
+
+describe('TLS handshakes that never finish', () => {
+  const HANDSHAKE_TIMEOUT_MS = 500;
+  const CONNECTIONS = 50;
+  let service: TestService;
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false, env: { TLS_HANDSHAKE_TIMEOUT_MS: String(HANDSHAKE_TIMEOUT_MS) } });
+  });
+  after(() => service.stop());
+
+  test('silent connections and half handshakes are destroyed after the timeout, and their descriptors freed', async () => {
+    const port = Number(new URL(service.baseUrl).port);
+    const baseline = openDescriptors();
+    const silent = Array.from({ length: CONNECTIONS }, () => silentConnection(port));
+    // The first bytes of a TLS record header of a ClientHello, and then nothing.
+    const half = Array.from({ length: CONNECTIONS }, () => {
+      const connection = silentConnection(port);
+      connection.socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+      return connection;
+    });
+    await sleep(100);
+    assert.ok(openDescriptors() >= baseline + 2 * CONNECTIONS, 'the connections are open (both ends in this process)');
+    const closedAfter = await Promise.all([...silent, ...half].map((c) => c.closed));
+    assert.ok(Math.min(...closedAfter) >= HANDSHAKE_TIMEOUT_MS - 50, `closed after ${Math.min(...closedAfter)} ms`);
+    assert.ok(Math.max(...closedAfter) < HANDSHAKE_TIMEOUT_MS + 2000, `closed after ${Math.max(...closedAfter)} ms`);
+    await sleep(100);
+    assert.ok(openDescriptors() <= baseline + 2, `descriptors ${openDescriptors()} after, ${baseline} before`);
+  });
+
+  test('a connection the client closes before its handshake is freed at once, not left in CLOSE-WAIT', async () => {
+    const port = Number(new URL(service.baseUrl).port);
+    const baseline = openDescriptors();
+    const connections = Array.from({ length: CONNECTIONS }, () => silentConnection(port));
+    await sleep(100);
+    for (const { socket } of connections) socket.end();
+    await Promise.all(connections.map((c) => c.closed));
+    await sleep(100);
+    assert.ok(openDescriptors() <= baseline + 2, `descriptors ${openDescriptors()} after, ${baseline} before`);
+  });
+});
+
+describe('connection bounds', () => {
+  let service: TestService;
+  let project: TestProject;
+  const PER_ADDRESS = 4;
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false, env: { MAX_CONNECTIONS_PER_ADDRESS: String(PER_ADDRESS) } });
+    project = await service.createProject();
+  });
+  after(() => service.stop());
+
+  test('past the per-address bound a new connection is closed at once, on either listener; below it, served again', async () => {
+    const port = Number(new URL(service.baseUrl).port);
+    const held = Array.from({ length: PER_ADDRESS }, () => silentConnection(port));
+    await sleep(100);
+    const refused = silentConnection(port);
+    assert.ok(await refused.closed < 1000, 'the connection past the bound was closed at once');
+    await assert.rejects(service.plainRequest('GET', '/healthz'), 'the plain listener counts towards the same bound');
+    for (const { socket } of held) socket.destroy();
+    await Promise.all(held.map((c) => c.closed));
+    await sleep(50);
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
+  });
+
+  test('the per-process bound holds whatever the address', async () => {
+    const bounded = await TestService.start({ jobWorkers: false, env: { MAX_CONNECTIONS: '3', MAX_CONNECTIONS_PER_ADDRESS: '0' } });
+    try {
+      const port = Number(new URL(bounded.baseUrl).port);
+      const held = Array.from({ length: 3 }, () => silentConnection(port));
+      await sleep(100);
+      assert.ok(await silentConnection(port).closed < 1000, 'the fourth connection was closed at once');
+      for (const { socket } of held) socket.destroy();
+      await Promise.all(held.map((c) => c.closed));
+      await sleep(50);
+      assertSuccess(await bounded.request('GET', '/healthz'), 200);
+    } finally {
+      await bounded.stop();
+    }
+  });
+});
+
+describe('pipelined requests', () => {
+  const DEPTH = 2;
+  let service: TestService;
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false, env: { MAX_PIPELINED_REQUESTS: String(DEPTH) } });
+  });
+  after(() => service.stop());
+
+  const healthz = (close = false) => `GET /healthz HTTP/1.1\r\nHost: x\r\n${close ? 'Connection: close\r\n' : ''}\r\n`;
+
+  test('up to twice the depth in one write: all answered, in order', async () => {
+    const requests = Array.from({ length: 2 * DEPTH }, (_, i) => healthz(i === 2 * DEPTH - 1)).join('');
+    const answers = parseRaw((await converse(service, [requests])).text);
+    assert.equal(answers.length, 2 * DEPTH);
+    for (const answer of answers) assert.deepEqual(answer.body, { code: 200, title: 'OK', response: { status: 'ok' } });
+  });
+
+  test('more than that without reading: the connection is cut off, having served at most twice the depth', async () => {
+    const requests = Array.from({ length: 50 }, () => healthz()).join('');
+    const { text } = await converse(service, [requests]);
+    assert.ok(parseRaw(text).length <= 2 * DEPTH, `answers: ${parseRaw(text).length}`);
+  });
+});
+
+describe('guessing keys: refused authentications are throttled per address', () => {
+  const PER_MINUTE = 3;
+  let service: TestService;
+  let project: TestProject;
+  let admin: pg.Client;
+  let statsAvailable = false;
+
+  const unknownKey = () => `sk-project-${randomBytes(32).toString('base64url').replace(/[-_]/g, 'a').slice(0, 43)}`;
+
+  /** How many times the service ran the authentication query in its database. */
+  async function lookups(): Promise<number> {
+    const { rows } = await admin.query(
+      `SELECT coalesce(sum(calls), 0)::int AS n FROM pg_stat_statements
+       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query LIKE '%k.secret_hash = $1%'`);
+    return rows[0].n;
+  }
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: String(PER_MINUTE) } });
+    project = await service.createProject();
+    admin = new pg.Client({ connectionString: service.databaseUrl });
+    await admin.connect();
+    statsAvailable = await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').then(() => admin.query('SELECT 1 FROM pg_stat_statements LIMIT 1')).then(() => true, () => false);
+  });
+  after(async () => {
+    await admin?.end();
+    await service?.stop();
+  });
+
+  test('past the budget: 429 with Retry-After, without a lookup; a recognised key keeps working', async (t) => {
+    // Recognised: this key has authenticated through this process before the guessing starts.
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
+    const second = await createKey(service, project.key, { name: 'recognised, then revoked' });
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: second.key }), 200);
+    for (let i = 0; i < PER_MINUTE; i++) {
+      assertError(await service.request('GET', '/v1/key/current', { key: unknownKey() }), 403, MESSAGES.refused, `refusal ${i + 1}`);
+    }
+    const before = statsAvailable ? await lookups() : 0;
+    let throttled: Reply | undefined;
+    for (let i = 0; i < 20; i++) {
+      throttled = await service.request('GET', '/v1/key/current', { key: unknownKey() });
+      assertError(throttled, 429, MESSAGES.tooManyRefusals, `guess ${i + 1} past the budget`);
+      assert.equal(throttled.headers['retry-after'], String(60 / PER_MINUTE), 'Retry-After: seconds until the budget allows one more');
+    }
+    if (statsAvailable) assert.equal(await lookups(), before, 'the 429s made no database lookup');
+    else t.diagnostic('pg_stat_statements is not available on this PostgreSQL: the lookup count was not checked');
+
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
+    assertError(await service.request('GET', '/v1/key'), 401, MESSAGES.noKey, 'no key at all is still 401');
+    // A key this process has not seen succeed is refused like a guess while the address is over budget.
+    const fresh = await service.createProject('Not yet seen');
+    assertError(await service.request('GET', '/v1/key/current', { key: fresh.key }), 429, MESSAGES.tooManyRefusals, 'an unseen key');
+    // Recognition never outlives the key: revoked, it is refused exactly as before, then forgotten.
+    assertSuccess(await service.request('DELETE', `/v1/key/${second.id}`, { key: project.key }), 200);
+    assertError(await service.request('GET', '/v1/key/current', { key: second.key }), 403, MESSAGES.refused, 'revoked, looked up');
+    assertError(await service.request('GET', '/v1/key/current', { key: second.key }), 429, MESSAGES.tooManyRefusals, 'revoked, forgotten');
+  });
+
+  test('behind a trusted proxy the budget is per forwarded client address', async () => {
+    const proxied = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: '1', TRUST_PROXY: 'true' } });
+    try {
+      const from = (address: string) => ({ key: unknownKey(), headers: { 'x-forwarded-for': address } });
+      assertError(await proxied.request('GET', '/v1/key', from('198.51.100.7')), 403, MESSAGES.refused);
+      assertError(await proxied.request('GET', '/v1/key', from('198.51.100.7')), 429, MESSAGES.tooManyRefusals);
+      assertError(await proxied.request('GET', '/v1/key', from('203.0.113.9')), 403, MESSAGES.refused, 'another client');
+    } finally {
+      await proxied.stop();
+    }
+  });
+});
