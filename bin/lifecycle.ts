@@ -1,6 +1,6 @@
 // What every entry point shares: config read once, a logger, the database, and shutdown on signal.
 import { readConfig, type Config } from '../lib/config.ts';
-import { openDatabase } from '../lib/database.ts';
+import { openDatabase, type DatabaseHandle } from '../lib/database.ts';
 import { createLogger, errorFields, type Logger } from '../lib/log.ts';
 
 /** Asynchronous log lines still buffered would be lost to a bare process.exit. */
@@ -18,14 +18,14 @@ const SHUTDOWN_DEADLINE_MS = 10_000;
 
 export async function runProcess(
   name: string,
-  start: (config: Config, log: Logger, databaseUrl: string) => Promise<Running[]>,
+  start: (config: Config, log: Logger, database: DatabaseHandle) => Promise<Running[]>,
 ): Promise<void> {
   const config = readConfig();
   const log = createLogger(config.logLevel, name, config.logFile);
   let stopping = false;
   try {
     const database = await openDatabase(config, log);
-    const parts = await start(config, log, database.url);
+    const parts = await start(config, log, database);
     if (parts.length === 0) {
       // A one-shot step (release): done once start returns.
       await database.release();

@@ -1,4 +1,6 @@
-// Procfile `release`: schema migrations, then pg-boss's schema, queues and schedules.
+// Procfile `release`: schema migrations, then pg-boss's schema, queues and schedules, then the
+// grants of the role web and worker connect as (lib/app-role.ts).
+import { grantAppRole } from '../lib/app-role.ts';
 import { createPool } from '../lib/db.ts';
 import { migrateJobs } from '../lib/jobs.ts';
 import { migrateSchema } from '../lib/migrate.ts';
@@ -10,15 +12,16 @@ export async function release(config: Config, log: Logger, databaseUrl: string):
   const pool = createPool(config, log, databaseUrl, 1);
   try {
     await migrateSchema(pool, log);
+    await migrateJobs(databaseUrl, log);
+    await grantAppRole(pool, log);
   } finally {
     await pool.end();
   }
-  await migrateJobs(databaseUrl, log);
 }
 
 if (import.meta.main) {
-  await runProcess('release', async (config, log, databaseUrl) => {
-    await release(config, log, databaseUrl);
+  await runProcess('release', async (config, log, database) => {
+    await release(config, log, database.ownerUrl);
     log.info('release done');
     return [];
   });

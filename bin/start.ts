@@ -30,10 +30,10 @@ async function createFirstProject(config: Config, log: Logger, databaseUrl: stri
   }
 }
 
-await runProcess('start', async (config, log, databaseUrl) => {
-  await release(config, log, databaseUrl);
-  await createFirstProject(config, log, databaseUrl);
-  const workers = await startJobWorkers(config, log, databaseUrl);
-  const gateway = await startGateway(config, log, databaseUrl);
+await runProcess('start', async (config, log, database) => {
+  await release(config, log, database.ownerUrl);
+  await createFirstProject(config, log, database.url);
+  const workers = await startJobWorkers(config, log, database.url);
+  const gateway = await startGateway(config, log, database.url);
   return [gateway, workers];
 });

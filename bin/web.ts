@@ -2,4 +2,4 @@
 import { startGateway } from '../gateway/server.ts';
 import { runProcess } from './lifecycle.ts';
 
-await runProcess('web', async (config, log, databaseUrl) => [await startGateway(config, log, databaseUrl)]);
+await runProcess('web', async (config, log, database) => [await startGateway(config, log, database.url)]);

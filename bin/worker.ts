@@ -2,4 +2,4 @@
 import { startJobWorkers } from '../workers/job-workers.ts';
 import { runProcess } from './lifecycle.ts';
 
-await runProcess('worker', async (config, log, databaseUrl) => [await startJobWorkers(config, log, databaseUrl)]);
+await runProcess('worker', async (config, log, database) => [await startJobWorkers(config, log, database.url)]);

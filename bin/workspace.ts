@@ -108,7 +108,7 @@ async function main(argv: string[]): Promise<number> {
   const database = await openDatabase(config, log);
   const pool = createPool(config, log, database.url, 2);
   try {
-    await release(config, log, database.url);
+    await release(config, log, database.ownerUrl);
     const boss = await startProducer(pool, log);
     try {
       const result = await command({ pool, boss, log }, { origin: 'workspace', ip: values.ip! }, { positionals: positionals.slice(2), values: values as Args['values'] });

@@ -4,11 +4,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { APP_ROLE, ensureAppLogin } from './app-role.ts';
 import type { Logger } from './log.ts';
 
 export interface EmbeddedServer {
-  /** Connection string of the given database on the server. */
+  /** Connection string of the given database on the server, as its superuser. */
   url(database: string): string;
+  /** The same as pms_app, the role web and worker use (lib/app-role.ts). */
+  appUrl(database: string): string;
   /** Stops the server if this process started it. */
   stop(): Promise<void>;
 }
@@ -57,8 +60,9 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-function passwordFor(dir: string): string {
-  const file = path.join(path.dirname(dir), `${path.basename(dir)}.password`);
+/** A password made once and kept beside the data directory (`<dir>.<kind>`), readable by this user only. */
+function passwordFor(dir: string, kind = 'password'): string {
+  const file = path.join(path.dirname(dir), `${path.basename(dir)}.${kind}`);
   if (!existsSync(file)) {
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, randomBytes(18).toString('base64url'), { mode: 0o600 });
@@ -68,11 +72,15 @@ function passwordFor(dir: string): string {
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const password = passwordFor(options.dir);
+  const appPassword = passwordFor(options.dir, 'app-password');
   const url = (database: string) =>
     `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${database}`;
+  const appUrl = (database: string) =>
+    `postgres://${APP_ROLE}:${encodeURIComponent(appPassword)}@127.0.0.1:${options.port}/${database}`;
   if (await answers(url('postgres'))) {
     options.log.info({ port: options.port }, 'embedded PostgreSQL already running; connecting to it');
-    return { url, stop: async () => {} };
+    await ensureAppLogin(url('postgres'), appPassword);
+    return { url, appUrl, stop: async () => {} };
   }
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
@@ -94,7 +102,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
   }
   await server.start();
   options.log.info({ port: options.port, dir: options.dir }, 'embedded PostgreSQL started');
-  return { url, stop: () => server.stop() };
+  await ensureAppLogin(url('postgres'), appPassword);
+  return { url, appUrl, stop: () => server.stop() };
 }
 
 /** Creates the database if it is missing (the first start of a fresh checkout). */

@@ -161,6 +161,8 @@ export async function startConsumer(connectionString: string, log: Logger): Prom
   const boss = watch(new PgBoss({
     db: new PreparedBossDb({ connectionString, max: 6 }),
     migrate: false, supervise: true, schedule: true, useListenNotify: true,
+    // Rebuilding a bloated index is DDL, which the worker's role (pms_app) may not do.
+    reindex: false,
     superviseIntervalSeconds: SUPERVISE_INTERVAL_SECONDS, monitorIntervalSeconds: SUPERVISE_INTERVAL_SECONDS,
   }), log);
   // Every 2 s while a worker holds jobs: its state, last fetch and last error (LOG_LEVEL=debug).

@@ -6,11 +6,21 @@ import { migrationFiles } from './sql-files.ts';
 
 const MIGRATION_LOCK_ID = 7_301_991;
 
-export async function migrateSchema(pool: pg.Pool, log: Logger): Promise<string[]> {
+/** Runs `work` holding the release's lock, so two releases never change the schema at once. */
+export async function withReleaseLock<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
-  const applied: string[] = [];
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+    return await work(client);
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});
+    client.release();
+  }
+}
+
+export function migrateSchema(pool: pg.Pool, log: Logger): Promise<string[]> {
+  return withReleaseLock(pool, async (client) => {
+    const applied: string[] = [];
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = new Set((await client.query('SELECT version FROM schema_migrations')).rows.map((r) => r.version as string));
@@ -28,9 +38,6 @@ export async function migrateSchema(pool: pg.Pool, log: Logger): Promise<string[
       applied.push(version);
       log.info({ version }, 'migration applied');
     }
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});
-    client.release();
-  }
-  return applied;
+    return applied;
+  });
 }

@@ -18,6 +18,11 @@ export function migrationFiles(): Map<string, string> {
   return readDir(path.join(SQL_DIR, 'migrations'));
 }
 
+/** An administrative script of sql/roles/, run by `release`. */
+export function roleScript(name: string): string {
+  return readFileSync(path.join(SQL_DIR, 'roles', `${name}.sql`), 'utf8');
+}
+
 export function queryText(name: string): string {
   const text = QUERIES.get(name);
   if (text === undefined) throw new Error(`No SQL file sql/queries/${name}.sql`);

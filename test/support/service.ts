@@ -65,11 +65,20 @@ export async function createTestDatabase(): Promise<string> {
   return databaseUrl(name);
 }
 
+function asRole(url: string, role: { user: string; password: string }): string {
+  const u = new URL(url);
+  u.username = role.user;
+  u.password = role.password;
+  return u.toString();
+}
+
 export interface ServiceOptions {
   /** Start the pg-boss job workers too (default true). */
   jobWorkers?: boolean;
   /** Override the database URL the gateway uses (e.g. an unreachable one). */
   databaseUrl?: string;
+  /** Run the gateway and the job workers as this login role instead of the administrator. */
+  role?: { user: string; password: string };
   env?: Record<string, string>;
 }
 
@@ -119,8 +128,9 @@ export class TestService {
     const log = createLogger(config.logLevel, 'test', logFile);
     const db = createPool(config, log, url, 4);
     const services: Services = { pool: db, boss: await startProducer(db, log), log };
-    const workers = options.jobWorkers === false ? undefined : await startJobWorkers(config, log, url);
-    const gateway = await startGateway(config, log, options.databaseUrl ?? url);
+    const serviceUrl = options.role ? asRole(url, options.role) : url;
+    const workers = options.jobWorkers === false ? undefined : await startJobWorkers(config, log, serviceUrl);
+    const gateway = await startGateway(config, log, options.databaseUrl ?? serviceUrl);
     return new TestService({ config, db, services, gateway, workers, logFile, databaseUrl: url });
   }
 
