@@ -2,6 +2,7 @@
 import { readConfig, type Config } from '../lib/config.ts';
 import { openDatabase, type DatabaseHandle } from '../lib/database.ts';
 import { createLogger, errorFields, type Logger } from '../lib/log.ts';
+import { StartupError } from '../lib/startup-error.ts';
 
 /** Asynchronous log lines still buffered would be lost to a bare process.exit. */
 function exit(log: Logger, code: number): void {
@@ -46,7 +47,12 @@ export async function runProcess(
     process.on('SIGTERM', () => void shutdown('SIGTERM'));
     process.on('SIGINT', () => void shutdown('SIGINT'));
   } catch (err) {
-    log.fatal({ err: errorFields(err) }, 'could not start');
+    if (err instanceof StartupError) {
+      log.fatal({ reason: err.message }, 'could not start');
+      process.stderr.write(`${name}: ${err.message}\n`);
+    } else {
+      log.fatal({ err: errorFields(err) }, 'could not start');
+    }
     exit(log, 1);
   }
 }
