@@ -5,7 +5,7 @@ import { run } from '../lib/db.ts';
 import { recordEvent } from './audit.ts';
 import { catalog, IMAGE_DATA_TYPE_ID, type Catalog } from './catalog.ts';
 import { errors } from './errors.ts';
-import { apiActor, ok, pageOf, paging, type DomainRequest, type DomainResult } from './requests.ts';
+import { apiActor, ok, pageOf, paging, type DomainRequest } from './requests.ts';
 import { change, type Services } from './services.ts';
 
 const NAME_MAX_CHARS = 200;
@@ -101,7 +101,7 @@ interface Created {
   created_at: number;
 }
 
-export async function createApp(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function createApp(services: Services, req: DomainRequest) {
   const projectId = req.caller.project_id;
   const types = await catalog(services.pool);
   const response = await change(services, async (tx) => {
@@ -138,7 +138,7 @@ export async function createApp(services: Services, req: DomainRequest): Promise
     });
     return {
       id,
-      object: 'app',
+      object: 'app' as const,
       name: app.name,
       description: app.description,
       category: app.category,
@@ -171,7 +171,7 @@ interface AppListRow extends AppSummaryRow {
 function appView(row: AppSummaryRow & Partial<AppDetailRow>) {
   return {
     id: row.id,
-    object: 'app',
+    object: 'app' as const,
     name: row.name,
     description: row.description,
     type: row.type,
@@ -186,7 +186,7 @@ function appView(row: AppSummaryRow & Partial<AppDetailRow>) {
   };
 }
 
-export async function listApps(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function listApps(services: Services, req: DomainRequest) {
   const { limit, offset } = paging(req.query);
   const rows = await run<AppListRow & { total: number }>(services.pool, 'app_list', [req.caller.project_id, limit, offset]);
   return ok(pageOf(rows, appView));
@@ -204,7 +204,7 @@ function appIdParam(req: DomainRequest): string {
   return id;
 }
 
-export async function getApp(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function getApp(services: Services, req: DomainRequest) {
   const [row] = await run<AppDetailRow>(services.pool, 'app_find_readable', [appIdParam(req), req.caller.project_id]);
   if (!row) throw errors.appNotFound();
   return ok(appView(row));
@@ -244,7 +244,7 @@ interface LockedApp {
   logo_file_id: string | null; has_image_logo: boolean;
 }
 
-export async function updateApp(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function updateApp(services: Services, req: DomainRequest) {
   const id = appIdParam(req);
   const edit = parseEdit(req.body);
   const projectId = req.caller.project_id;
@@ -282,7 +282,7 @@ export async function updateApp(services: Services, req: DomainRequest): Promise
   return ok(appView(row));
 }
 
-export async function deleteApp(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function deleteApp(services: Services, req: DomainRequest) {
   const id = appIdParam(req);
   const projectId = req.caller.project_id;
   await change(services, async (tx) => {
@@ -296,5 +296,5 @@ export async function deleteApp(services: Services, req: DomainRequest): Promise
       at: deleted.deleted_at,
     });
   });
-  return ok({ deleted: true, id });
+  return ok({ deleted: true as const, id });
 }

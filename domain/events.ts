@@ -2,7 +2,7 @@
 import { isId } from '../lib/ids.ts';
 import { run } from '../lib/db.ts';
 import { errors } from './errors.ts';
-import { ok, pageOf, type DomainRequest, type DomainResult } from './requests.ts';
+import { ok, pageOf, type DomainRequest } from './requests.ts';
 import type { Services } from './services.ts';
 
 const FEED_SIZE = 100;
@@ -22,7 +22,7 @@ interface EventRow {
 function eventView(row: EventRow) {
   return {
     id: row.id,
-    object: 'event',
+    object: 'event' as const,
     type: { id: row.type_id, name: row.type_name },
     related: { table: row.related_table, id: row.related_id },
     origin: row.origin,
@@ -32,12 +32,12 @@ function eventView(row: EventRow) {
   };
 }
 
-export async function listEvents(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function listEvents(services: Services, req: DomainRequest) {
   const rows = await run<EventRow & { total: number }>(services.pool, 'event_list', [req.caller.project_id, FEED_SIZE]);
   return ok(pageOf(rows, eventView));
 }
 
-export async function getEvent(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function getEvent(services: Services, req: DomainRequest) {
   const id = req.params.event_id ?? '';
   if (!isId('evnt', id)) throw errors.eventNotFound();
   const [row] = await run<EventRow>(services.pool, 'event_find', [id, req.caller.project_id]);

@@ -5,7 +5,7 @@ import { recordEvent } from './audit.ts';
 import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
-import { apiActor, ok, pageOf, paging, type CallerKey, type DomainRequest, type DomainResult } from './requests.ts';
+import { apiActor, ok, pageOf, paging, type CallerKey, type DomainRequest } from './requests.ts';
 import { change, type Actor, type Services, type Tx } from './services.ts';
 
 const NAME_MAX_CHARS = 200;
@@ -19,7 +19,7 @@ type KeyRow = Omit<CallerKey, 'project_id'>;
 export function keyView(row: KeyRow, secret?: string) {
   return {
     id: row.id,
-    object: 'api_key',
+    object: 'api_key' as const,
     name: row.name,
     ...(secret === undefined ? {} : { key: secret }),
     key_preview: row.key_preview,
@@ -39,18 +39,18 @@ function keyIdParam(req: DomainRequest): string {
   return id === 'current' ? req.caller.id : id;
 }
 
-export async function listKeys(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function listKeys(services: Services, req: DomainRequest) {
   const { limit, offset } = paging(req.query);
   const rows = await run<KeyRow & { total: number }>(services.pool, 'key_list', [req.caller.project_id, limit, offset]);
   return ok(pageOf(rows, (row) => keyView(row)));
 }
 
 /** The key making the call: authentication already read it, so this costs no query. */
-export function currentKey(req: DomainRequest): DomainResult {
+export function currentKey(req: DomainRequest) {
   return ok(keyView(req.caller));
 }
 
-export async function getKey(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function getKey(services: Services, req: DomainRequest) {
   const id = keyIdParam(req);
   if (id === req.caller.id) return ok(keyView(req.caller));
   if (!isId('papi', id)) throw errors.keyNotFound();
@@ -110,14 +110,14 @@ export async function insertKey(tx: Tx, actor: Actor, projectId: string, consume
   return { row: row!, secret };
 }
 
-export async function createKey(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function createKey(services: Services, req: DomainRequest) {
   const input = parseNewKey(req.body, req.caller.scope, Math.floor(Date.now() / 1000));
   const { row, secret } = await change(services, (tx) =>
     insertKey(tx, apiActor(req), req.caller.project_id, req.caller.created_by, input));
   return ok(keyView(row, secret), 201);
 }
 
-export async function revokeKey(services: Services, req: DomainRequest): Promise<DomainResult> {
+export async function revokeKey(services: Services, req: DomainRequest) {
   const id = keyIdParam(req);
   if (id === req.caller.id) throw errors.revokeCurrent();
   if (!isId('papi', id)) throw errors.keyNotFound();
@@ -133,7 +133,7 @@ export async function revokeKey(services: Services, req: DomainRequest): Promise
       at: revoked.updated_at,
     });
   });
-  return ok({ deleted: true, id });
+  return ok({ deleted: true as const, id });
 }
 
 /** The `key.expire` job: marks due keys `expired`, each with its `key.expired` event. */

@@ -18,7 +18,6 @@ export interface CallerKey {
 }
 
 export interface DomainRequest {
-  op: string;
   params: Record<string, string>;
   query: Record<string, string | string[]>;
   /** The parsed JSON object; `{}` for an empty body. */
@@ -28,13 +27,13 @@ export interface DomainRequest {
   requestId: string;
 }
 
-export interface DomainResult {
+export interface DomainResult<Response = unknown> {
   status: number;
   /** The envelope's `response`: the result, or the failure message. */
-  response: unknown;
+  response: Response;
 }
 
-export const ok = (response: unknown, status = 200): DomainResult => ({ status, response });
+export const ok = <Response>(response: Response, status = 200): DomainResult<Response> => ({ status, response });
 
 /** Who makes a change through the API, as its event records it. */
 export const apiActor = (req: DomainRequest): Actor => ({ origin: 'api', ip: req.ip });
@@ -51,7 +50,7 @@ export interface SerializedResult {
   json: string | undefined;
 }
 
-export const list = (data: unknown[], total: number) => ({ object: 'list', data, total });
+export const list = <Item>(data: Item[], total: number) => ({ object: 'list' as const, data, total });
 
 /**
  * A page read with its total in one query (sql/queries/*_list.sql): every row carries `total`,

@@ -1,22 +1,25 @@
-// The hand-off: one message to a worker thread, one { status, response } back, then the envelope.
+// The hand-off: an endpoint of the registry answers here, on the gateway's thread when it runs
+// inline, else by one message to a pool thread and one { status, json } back; then the envelope.
 import { Piscina } from 'piscina';
-import { ApiError, errors } from '../domain/errors.ts';
-import { currentKey } from '../domain/keys.ts';
-import type { DomainRequest, DomainResult, SerializedResult } from '../domain/requests.ts';
+import { errors, type ApiError } from '../domain/errors.ts';
+import type { DomainRequest, SerializedResult } from '../domain/requests.ts';
 import type { Config } from '../lib/config.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
-import type { PoolWorkerData } from '../workers/pool-task.ts';
+import type { PoolTask, PoolWorkerData } from '../workers/pool/task.ts';
+import type { Endpoint } from './endpoints/endpoint.ts';
+import type { PoolEndpointName } from './endpoints/registry.ts';
 import { sendEnvelope, sendError, sendSerializedEnvelope } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
-import type { Route } from './routes.ts';
-import type { Handler } from './types.ts';
+import type { GatewayRequest, Handler } from './types.ts';
 
-const WORKER_FILE = new URL('../workers/pool-task.ts', import.meta.url).href;
+const WORKER_FILE = new URL('../workers/pool/task.ts', import.meta.url).href;
 const BODY_METHODS = new Set(['POST', 'PATCH']);
 const THREAD_OLD_GENERATION_MB = 96;
 const THREAD_YOUNG_GENERATION_MB = 16;
 
-export function createWorkerPool(config: Config, databaseUrl: string): Piscina<DomainRequest, SerializedResult> {
+export type WorkerPool = Piscina<PoolTask, SerializedResult>;
+
+export function createWorkerPool(config: Config, databaseUrl: string): WorkerPool {
   const workerData: PoolWorkerData = { config, databaseUrl };
   return new Piscina({
     filename: WORKER_FILE,
@@ -34,51 +37,52 @@ export function createWorkerPool(config: Config, databaseUrl: string): Piscina<D
   });
 }
 
-/** Operations that need no database: run where the request already is, without a thread hop. */
-const INLINE_OPERATIONS: Readonly<Record<string, (req: DomainRequest) => DomainResult>> = {
-  'key.current': currentKey,
-};
+/** Step 8 and the request a handler sees: the JSON body (POST, PATCH), the query, the caller. */
+function domainRequest(req: GatewayRequest): DomainRequest {
+  return {
+    params: { ...(req.params as Record<string, string>) },
+    query: queryOf(req.getQuery()),
+    body: BODY_METHODS.has(req.method ?? '') ? parseJsonObject(req.rawBody) : {},
+    caller: req.caller!,
+    ip: req.clientIp,
+    requestId: req.requestId,
+  };
+}
 
-export function dispatch(pool: Piscina<DomainRequest, SerializedResult>, route: Route, log: Logger): Handler {
-  const op = route.op!;
-  const inline = route.inline ? INLINE_OPERATIONS[op] : undefined;
-  if (route.inline && !inline) throw new Error(`no inline operation ${op}`);
-  return function runOperation(req, res, next) {
-    let body: Record<string, unknown> = {};
+/** The last step of an endpoint's route: its handler, where the registry says it runs. */
+export function serveEndpoint(pool: WorkerPool, maxQueued: number, name: string, endpoint: Endpoint, log: Logger): Handler {
+  if (endpoint.runs === 'reserved') {
+    return function answerNotImplemented(_req, res, next) {
+      sendError(res, errors.notImplemented());
+      next(false);
+    };
+  }
+  return function runEndpoint(req, res, next) {
+    let request: DomainRequest;
     try {
-      if (BODY_METHODS.has(req.method ?? '')) body = parseJsonObject(req.rawBody);
+      request = domainRequest(req);
     } catch (err) {
       sendError(res, err as ApiError);
       return next(false);
     }
-    const task: DomainRequest = {
-      op,
-      params: { ...(req.params as Record<string, string>) },
-      query: queryOf(req.getQuery()),
-      body,
-      caller: req.caller!,
-      ip: req.clientIp,
-      requestId: req.requestId,
-    };
-    if (inline) {
-      const result = inline(task);
+    if (endpoint.runs === 'inline') {
+      const result = endpoint.handler(request);
       sendEnvelope(res, result.status, result.response);
       return next(false);
     }
-    pool.run(task).then((result) => {
+    if (pool.queueSize >= maxQueued) {
+      log.warn({ requestId: req.requestId }, 'worker queue full, shedding load');
+      sendError(res, errors.unavailable());
+      return next(false);
+    }
+    pool.run({ endpoint: name as PoolEndpointName, request }).then((result) => {
       if (result.status === 503) sendError(res, errors.unavailable());
       else sendSerializedEnvelope(res, result.status, result.json);
       next(false);
     }, (err: unknown) => {
-      // The pool refuses when its queue is full (load shedding) or a thread died under the task.
-      const queueFull = err instanceof Error && /queue is at limit/i.test(err.message);
-      if (queueFull) {
-        log.warn({ requestId: req.requestId }, 'worker queue full, shedding load');
-        sendError(res, errors.unavailable());
-      } else {
-        log.error({ requestId: req.requestId, err: errorFields(err) }, 'worker task failed');
-        sendError(res, errors.internal());
-      }
+      // A thread that died under the task.
+      log.error({ requestId: req.requestId, endpoint: name, err: errorFields(err) }, 'worker task failed');
+      sendError(res, errors.internal());
       next(false);
     });
   };

@@ -11,11 +11,3 @@ export function requireScope(scope: string): Handler {
     next(false);
   };
 }
-
-/** api.md 4.4: a reserved endpoint, once authentication and scope have passed. */
-export function notImplemented(): Handler {
-  return function answerNotImplemented(_req, res, next) {
-    sendError(res, errors.notImplemented());
-    next(false);
-  };
-}

@@ -10,7 +10,8 @@ import { authenticate } from './authenticate.ts';
 import { bodyLimit } from './body-limit.ts';
 import { answerClientErrors } from './client-errors.ts';
 import { boundConnections } from './connection-bounds.ts';
-import { createWorkerPool, dispatch } from './dispatch.ts';
+import { createWorkerPool, serveEndpoint } from './dispatch.ts';
+import { allEndpoints } from './endpoints/registry.ts';
 import { sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
 import { acceptedMethods } from './method.ts';
@@ -18,8 +19,7 @@ import { paceRequests } from './pipelining.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
 import { hardenedHeaders, setHardenedHeaders } from './response-headers.ts';
-import { ROUTES } from './routes.ts';
-import { notImplemented, requireScope } from './scope.ts';
+import { requireScope } from './scope.ts';
 import { loadCertificate } from './tls.ts';
 import type { GatewayRequest, Handler } from './types.ts';
 
@@ -49,6 +49,11 @@ function prepareListener(server: restify.Server, config: Config, https: boolean)
   Object.assign(http, { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.headersTimeoutMs) });
   answerClientErrors(http, hardenedHeaders(https));
   paceRequests(http, config.maxPipelinedRequests);
+}
+
+/** OpenAPI's `/v1/key/{key_id}` as restify routes it: `/v1/key/:key_id`. */
+function routerPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ':$1');
 }
 
 function urlHost(host: string): string {
@@ -108,10 +113,11 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, log, config.authRefusalsPerMinute));
   for (const handler of pre) server.pre(handler as never);
 
-  for (const route of ROUTES) {
-    const chain: Handler[] = [requireScope(route.scope), route.op ? dispatch(workers, route, log) : notImplemented()];
-    const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[route.method];
-    register.call(server, route.path, ...(chain as never[]));
+  // The router, derived from the endpoint registry: each endpoint's scope check, then its handler.
+  for (const [name, endpoint] of allEndpoints()) {
+    const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[endpoint.method];
+    register.call(server, routerPath(endpoint.path),
+      requireScope(endpoint.scope) as never, serveEndpoint(workers, config.maxQueuedTasks, name, endpoint, log) as never);
   }
   for (const [path, handler] of Object.entries(health(pool))) server.get(path, handler as never);
 

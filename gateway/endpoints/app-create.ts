@@ -1,0 +1,59 @@
+import { createApp } from '../../domain/apps.ts';
+import { errors } from '../../domain/errors.ts';
+import type { PoolEndpoint } from './endpoint.ts';
+import { ref } from './schemas.ts';
+
+export const appCreate = {
+  method: 'POST',
+  path: '/v1/app/create',
+  scope: 'app:write',
+  summary: 'Creates an app (code 200); `data` and `instruction` come back keyed by their new ids.',
+  runs: 'pool',
+  request: {
+    body: {
+      type: 'object',
+      required: ['name', 'description', 'data', 'instruction'],
+      properties: {
+        name: { type: 'string', maxLength: 200 },
+        description: { type: 'string', maxLength: 2000 },
+        category: { type: 'string', default: 'general', description: 'Also accepted as `task_type` or `model_task_type`.' },
+        data: {
+          type: 'array',
+          minItems: 1,
+          items: {
+            type: 'object',
+            required: ['type', 'name'],
+            properties: {
+              type: { type: 'string', description: 'A data type name (input, text area, number, email, document, image) or its mdti_ id.' },
+              name: { type: 'string' },
+              placeholder: { type: 'string' },
+              required: { type: 'boolean' },
+            },
+          },
+        },
+        instruction: {
+          type: 'array',
+          minItems: 1,
+          items: {
+            type: 'object',
+            required: ['type', 'instruction'],
+            properties: { type: { const: 'system' }, instruction: { type: 'string', description: 'Also accepted as `prompt`.' } },
+          },
+        },
+        status: { enum: ['draft', 'activated'], default: 'activated' },
+        type: { enum: ['private', 'public'], default: 'private' },
+      },
+    },
+  },
+  success: { status: 200, schema: ref('AppCreated') },
+  errors: [
+    errors.planNoCustomApps, errors.planAppLimit,
+    errors.appNameRequired, errors.appNameType, errors.appNameLength,
+    errors.appDescriptionRequired, errors.appDescriptionType, errors.appDescriptionLength,
+    errors.dataNotArray, errors.dataFieldShape, errors.dataFieldPlaceholder, errors.dataFieldRequiredFlag,
+    errors.dataTypeUnknown, errors.dataNamesUnique, errors.dataNoneRequired,
+    errors.instructionNotArray, errors.instructionShape, errors.instructionTypeUnknown,
+    errors.appStatus, errors.appType, errors.categoryUnknown, errors.categoryNoImageModel,
+  ],
+  handler: createApp,
+} as const satisfies PoolEndpoint;

@@ -1,0 +1,60 @@
+// What an endpoint is: one typed declaration from which the router, the scope check, the pool
+// thread's lookup and the OpenAPI document are all derived (registry.ts).
+import type { ApiError } from '../../domain/errors.ts';
+import type { DomainRequest, DomainResult } from '../../domain/requests.ts';
+import type { Services } from '../../domain/services.ts';
+
+/** A JSON Schema (2020-12, as OpenAPI 3.1 uses it). */
+export type JsonSchema = { readonly [keyword: string]: unknown };
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/**
+ * A failure an endpoint can answer: an entry of the error table (domain/errors.ts), or, for a
+ * message that names what was sent, its status and a pattern of the message.
+ */
+export type ErrorDoc = (() => ApiError) | { status: number; pattern: string; example: string };
+
+interface Declaration {
+  method: Method;
+  /** The path as OpenAPI writes it: `/v1/key/{key_id}`. */
+  path: string;
+  /** The scope a key must hold (domain/scopes.ts). */
+  scope: string;
+  summary: string;
+  description?: string;
+  request?: {
+    /** Path parameters by name. */
+    params?: Record<string, JsonSchema>;
+    /** Query parameters by name. */
+    query?: Record<string, JsonSchema>;
+    body?: JsonSchema;
+  };
+  /** The failures this endpoint answers beyond those every endpoint shares (openapi.ts). */
+  errors: readonly ErrorDoc[];
+}
+
+/** Runs in a pool thread, over the database. */
+export interface PoolEndpoint<Response = unknown> extends Declaration {
+  runs: 'pool';
+  success: { status: 200 | 201; schema: JsonSchema };
+  handler: (services: Services, req: DomainRequest) => Promise<DomainResult<Response>>;
+}
+
+/** Runs on the gateway's thread: it needs nothing the authentication did not already read. */
+export interface InlineEndpoint<Response = unknown> extends Declaration {
+  runs: 'inline';
+  success: { status: 200 | 201; schema: JsonSchema };
+  handler: (req: DomainRequest) => DomainResult<Response>;
+}
+
+/** Reserved (api.md 4.4): authenticated and scope-checked, then 501. */
+export interface ReservedEndpoint extends Declaration {
+  runs: 'reserved';
+}
+
+export type Endpoint = PoolEndpoint<any> | InlineEndpoint<any> | ReservedEndpoint;
+
+/** The success response of an endpoint, as its handler's type says. */
+export type ResponseOf<E> =
+  E extends PoolEndpoint<infer R> ? R : E extends InlineEndpoint<infer R> ? R : never;

@@ -1,0 +1,16 @@
+import { errors } from '../../domain/errors.ts';
+import { getEvent } from '../../domain/events.ts';
+import type { PoolEndpoint } from './endpoint.ts';
+import { ref } from './schemas.ts';
+
+export const eventGet = {
+  method: 'GET',
+  path: '/v1/event/{event_id}',
+  scope: 'event:read',
+  summary: 'One event of the project.',
+  runs: 'pool',
+  request: { params: { event_id: { type: 'string', description: 'evnt_…' } } },
+  success: { status: 200, schema: ref('Event') },
+  errors: [errors.eventNotFound],
+  handler: getEvent,
+} as const satisfies PoolEndpoint;

@@ -1,0 +1,31 @@
+import { errors } from '../../domain/errors.ts';
+import { createKey } from '../../domain/keys.ts';
+import type { PoolEndpoint } from './endpoint.ts';
+import { ref } from './schemas.ts';
+
+export const keyCreate = {
+  method: 'POST',
+  path: '/v1/key',
+  scope: 'key:write',
+  summary: 'Creates a key for the same project; the secret (`key`) is in this answer only.',
+  description: 'A new key never holds more than the creating key: a scope outside the caller\'s own is refused, never trimmed.',
+  runs: 'pool',
+  request: {
+    body: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', minLength: 1, maxLength: 200 },
+        scope: { type: ['array', 'null'], items: { type: 'string' }, minItems: 1, default: ['*'], description: '`*` or `<resource>:<action>` (action read, write or *).' },
+        expires_at: { type: ['integer', 'null'], description: 'Unix seconds in the future; 0, null or absent for never.' },
+      },
+    },
+  },
+  success: { status: 201, schema: ref('ApiKeyWithSecret') },
+  errors: [
+    errors.keyNameRequired, errors.keyNameType, errors.keyNameLength, errors.scopeNotArray, errors.scopeEmpty,
+    { status: 422, pattern: '^Unknown scope: .*\\.$', example: 'Unknown scope: key:delete.' },
+    errors.scopeWider, errors.expiresAt,
+  ],
+  handler: createKey,
+} as const satisfies PoolEndpoint;

@@ -1,0 +1,37 @@
+// The one endpoint registry: every endpoint of the API, by name. The router and its scope checks
+// (gateway/server.ts), the pool thread's lookup (workers/pool/task.ts) and the OpenAPI document
+// (gateway/openapi.ts) are all derived from it. Adding an endpoint is adding its module here.
+import { appCreate } from './app-create.ts';
+import { appDelete } from './app-delete.ts';
+import { appGet } from './app-get.ts';
+import { appList } from './app-list.ts';
+import { appUpdate } from './app-update.ts';
+import type { Endpoint, PoolEndpoint, ResponseOf } from './endpoint.ts';
+import { eventGet } from './event-get.ts';
+import { eventList } from './event-list.ts';
+import { keyCreate } from './key-create.ts';
+import { keyCurrent } from './key-current.ts';
+import { keyGet } from './key-get.ts';
+import { keyList } from './key-list.ts';
+import { keyRevoke } from './key-revoke.ts';
+import { RESERVED } from './reserved.ts';
+
+export const ENDPOINTS = {
+  keyList, keyCurrent, keyGet, keyCreate, keyRevoke,
+  appCreate, appList, appGet, appUpdate, appDelete,
+  eventList, eventGet,
+} as const;
+
+export type EndpointName = keyof typeof ENDPOINTS;
+/** The endpoints a pool thread runs. */
+export type PoolEndpointName = { [N in EndpointName]: (typeof ENDPOINTS)[N] extends PoolEndpoint<any> ? N : never }[EndpointName];
+/** What an endpoint answers on success, as its handler's type says (the typed client's results). */
+export type EndpointResponse<N extends EndpointName> = ResponseOf<(typeof ENDPOINTS)[N]>;
+
+/** Every endpoint, the reserved ones too, named (a reserved one by its method and path). */
+export function allEndpoints(): Array<[name: string, endpoint: Endpoint]> {
+  return [
+    ...Object.entries(ENDPOINTS) as Array<[EndpointName, Endpoint]>,
+    ...RESERVED.map((endpoint): [string, Endpoint] => [`${endpoint.method.toLowerCase()}${endpoint.path.replace(/[{}]/g, '').replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase())}`, endpoint]),
+  ];
+}

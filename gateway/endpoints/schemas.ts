@@ -1,0 +1,121 @@
+// JSON Schemas of what the API answers (api.md section 2), shared by the endpoints' declarations.
+// Strict: a member the contract does not name is a fault, so every test that validates a
+// response against the OpenAPI document (test/support/openapi-check.ts) catches it.
+import type { JsonSchema } from './endpoint.ts';
+
+export const id = (prefix: string): JsonSchema => ({ type: 'string', pattern: `^${prefix}_[0-9a-f]{20}$` });
+const unixSeconds: JsonSchema = { type: 'integer', minimum: 0 };
+const nullable = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] });
+
+function object(properties: Record<string, JsonSchema>, optional: readonly string[] = []): JsonSchema {
+  return {
+    type: 'object',
+    properties,
+    required: Object.keys(properties).filter((name) => !optional.includes(name)),
+    additionalProperties: false,
+  };
+}
+
+export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+
+export const list = (item: JsonSchema): JsonSchema => object({
+  object: { const: 'list' },
+  data: { type: 'array', items: item },
+  total: { type: 'integer', minimum: 0 },
+});
+
+const keyMembers = {
+  id: id('papi'),
+  object: { const: 'api_key' },
+  name: { type: 'string' },
+  key_preview: { type: 'string', pattern: '^sk-project-\\.\\.\\..{4}$' },
+  scope: { type: 'array', items: { type: 'string' } },
+  status: { enum: ['activated', 'expired'] },
+  expires_at: nullable(unixSeconds),
+  last_used_at: nullable(unixSeconds),
+  created_by: id('cons'),
+  created_at: unixSeconds,
+  updated_at: unixSeconds,
+};
+
+const tokens = nullable(object({ input: { type: 'integer' }, output: { type: 'integer' }, total: { type: 'integer' } }));
+const appMembers = {
+  id: id('mapp'),
+  object: { const: 'app' },
+  name: { type: 'string' },
+  description: { type: 'string' },
+  type: { enum: ['private', 'public'] },
+  status: { enum: ['draft', 'activated'] },
+  model: id('modi'),
+  model_library: id('mlyi'),
+  created_at: unixSeconds,
+  updated_at: unixSeconds,
+};
+
+/** The shared schemas, by name, as the document's components.schemas. */
+export const SCHEMAS: Record<string, JsonSchema> = {
+  ApiKey: object(keyMembers),
+  ApiKeyWithSecret: object({ ...keyMembers, key: { type: 'string', pattern: '^sk-project-[0-9A-Za-z]{43,}$' } }),
+  Deleted: object({ deleted: { const: true }, id: { type: 'string' } }),
+  AppSummary: object(appMembers),
+  AppListEntry: object({
+    ...appMembers,
+    runs: object({ private: { type: 'integer' }, public: { type: 'integer' } }),
+    tokens,
+  }),
+  App: object({
+    ...appMembers,
+    logo: { type: 'string', description: 'The logo file (file_…), or an empty string.' },
+    data: {
+      type: 'array',
+      items: object({ id: id('madi'), name: { type: 'string' }, type: id('mdti'), placeholder: { type: 'string' }, required: { type: 'boolean' } }),
+    },
+    instruction: nullable({ type: 'array', items: object({ id: id('miid'), type: { type: 'string' }, instruction: { type: 'string' } }) }),
+    runs: object({ private: { type: 'integer' }, public: { type: 'integer' } }),
+    tokens,
+  }),
+  AppCreated: object({
+    id: id('mapp'),
+    object: { const: 'app' },
+    name: { type: 'string' },
+    description: { type: 'string' },
+    category: { type: 'string' },
+    model: id('modi'),
+    model_library: id('mlyi'),
+    status: { enum: ['draft', 'activated'] },
+    created_at: unixSeconds,
+    data: {
+      type: 'object',
+      propertyNames: { pattern: '^madi_[0-9a-f]{20}$' },
+      additionalProperties: object({ type: { type: 'string' }, value: { type: 'string' }, placeholder: { type: 'string' }, required: { type: 'boolean' } }),
+    },
+    instruction: {
+      type: 'object',
+      propertyNames: { pattern: '^miid_[0-9a-f]{20}$' },
+      additionalProperties: object({ type: { type: 'string' }, instruction: { type: 'string' } }),
+    },
+  }),
+  Event: object({
+    id: id('evnt'),
+    object: { const: 'event' },
+    type: object({
+      id: id('evty'),
+      name: {
+        enum: ['key.created', 'key.revoked', 'key.expired', 'app.created', 'app.updated', 'app.published',
+          'app.unpublished', 'app.activated', 'app.logo_changed', 'app.deleted', 'project.created',
+          'project.disabled', 'consumer.disabled', 'plan.changed'],
+      },
+    }),
+    related: object({ table: { enum: ['key', 'app', 'file', 'membership', 'project', 'consumer'] }, id: { type: 'string' } }),
+    origin: { enum: ['api', 'workspace', 'system'] },
+    ip_address: { type: 'string' },
+    details: { type: ['object', 'array'], description: 'Extra context; an empty array when there is none. Never a secret.' },
+    created_at: unixSeconds,
+  }),
+};
+
+/** Query parameters of the paged lists (decisions.md, "Lists"). */
+export const PAGING = {
+  limit: { type: 'integer', minimum: 1, maximum: 100, default: 20, description: 'Page size.' },
+  offset: { type: 'integer', minimum: 0, default: 0, description: 'Records to skip, newest first.' },
+} as const;

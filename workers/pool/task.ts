@@ -1,0 +1,60 @@
+// The pool thread of `web` (piscina): runs one endpoint's handler per task, looked up in the
+// endpoint registry by its typed name, and answers with { status, json }. Every failure becomes
+// a result here, so the gateway only ever relays what comes back.
+import { workerData } from 'node:worker_threads';
+import { ApiError, errors, isDatabaseUnavailable } from '../../domain/errors.ts';
+import type { DomainRequest, DomainResult, SerializedResult } from '../../domain/requests.ts';
+import type { Services } from '../../domain/services.ts';
+import { ENDPOINTS, type PoolEndpointName } from '../../gateway/endpoints/registry.ts';
+import type { Config } from '../../lib/config.ts';
+import { createPool } from '../../lib/db.ts';
+import { startProducer } from '../../lib/jobs.ts';
+import { createLogger, errorFields } from '../../lib/log.ts';
+
+export interface PoolWorkerData {
+  config: Config;
+  databaseUrl: string;
+}
+
+/** The one message from the gateway to a pool thread. */
+export interface PoolTask {
+  endpoint: PoolEndpointName;
+  request: DomainRequest;
+}
+
+const { config, databaseUrl } = workerData as PoolWorkerData;
+const log = createLogger(config.logLevel, 'web-worker', config.logFile);
+const pool = createPool(config, log, databaseUrl, Math.max(2, Math.ceil(config.dbPoolSize / config.workerThreads)));
+let services: Promise<Services> | undefined;
+
+/** pg-boss reads its queue list at start; retried on failure so a thread born in an outage recovers. */
+function ready(): Promise<Services> {
+  services ??= startProducer(pool, log).then(
+    (boss) => ({ pool, boss, log }),
+    (err) => { services = undefined; throw err; },
+  );
+  return services;
+}
+
+function failure(err: ApiError): DomainResult {
+  return { status: err.status, response: err.message };
+}
+
+export default async function runTask(task: PoolTask): Promise<SerializedResult> {
+  const { status, response } = await resultOf(task);
+  return { status, json: JSON.stringify(response) };
+}
+
+async function resultOf({ endpoint, request }: PoolTask): Promise<DomainResult> {
+  try {
+    return await ENDPOINTS[endpoint].handler(await ready(), request);
+  } catch (err) {
+    if (err instanceof ApiError) return failure(err);
+    if (isDatabaseUnavailable(err)) {
+      log.warn({ requestId: request.requestId, endpoint, err: errorFields(err) }, 'database unavailable');
+      return failure(errors.unavailable());
+    }
+    log.error({ requestId: request.requestId, endpoint, err: errorFields(err) }, 'handler failed');
+    return failure(errors.internal());
+  }
+}
