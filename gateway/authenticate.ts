@@ -13,8 +13,8 @@ import { RefusalThrottle } from './refusal-throttle.ts';
 import type { Handler } from './types.ts';
 
 const BEARER = 'Bearer ';
-/** Paths answered without a key: the process's own health, outside /v1/. */
-export const PUBLIC_PATHS = new Set(['/healthz', '/readyz']);
+/** Paths answered without a key, outside /v1/: the process's health and the API's description. */
+export const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/openapi.json']);
 const LAST_USED_RESOLUTION_MS = 60_000;
 /** Bounds the memory of which keys this process touched recently. */
 const LAST_USED_MEMORY_KEYS = 50_000;

@@ -14,6 +14,7 @@ import { createWorkerPool, serveEndpoint } from './dispatch.ts';
 import { allEndpoints } from './endpoints/registry.ts';
 import { sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
+import { serveOpenApi } from './openapi-route.ts';
 import { acceptedMethods } from './method.ts';
 import { paceRequests } from './pipelining.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
@@ -120,6 +121,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
       requireScope(endpoint.scope) as never, serveEndpoint(workers, config.maxQueuedTasks, name, endpoint, log) as never);
   }
   for (const [path, handler] of Object.entries(health(pool))) server.get(path, handler as never);
+  server.get('/openapi.json', serveOpenApi() as never);
 
   // Step 5 and 6: the router's own refusals, in the contract's words.
   server.on('NotFound', (_req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {

@@ -16,6 +16,7 @@ import { createPool } from '../../lib/db.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
 import { startJobWorkers, type JobWorkers } from '../../workers/job-workers.ts';
+import { checkReplyAgainstDocument } from './openapi-check.ts';
 import { waitFor } from './wait.ts';
 
 export interface Reply {
@@ -211,7 +212,11 @@ function send(req: http.ClientRequest, payload: Buffer | undefined): Promise<Rep
   });
 }
 
-/** Reads a response to its end: the status, the headers, the text and, when it is JSON, the body. */
+/**
+ * Reads a response to its end: the status, the headers, the text and, when it is JSON, the body;
+ * and checks it against the OpenAPI document (openapi-check.ts), so an answer the document does
+ * not describe fails the test that received it.
+ */
 export function readReply(res: http.IncomingMessage): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -220,7 +225,15 @@ export function readReply(res: http.IncomingMessage): Promise<Reply> {
       const text = Buffer.concat(chunks).toString('utf8');
       let body: unknown;
       try { body = JSON.parse(text); } catch { body = undefined; }
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+      const reply = { status: res.statusCode ?? 0, headers: res.headers, text, body };
+      try {
+        // Node keeps the request a response answers on it; its types do not say so.
+        const { method, path } = (res as http.IncomingMessage & { req: http.ClientRequest }).req;
+        checkReplyAgainstDocument(method, path, reply);
+      } catch (err) {
+        return reject(err);
+      }
+      resolve(reply);
     });
     res.on('error', reject);
   });

@@ -1,0 +1,206 @@
+// The OpenAPI 3.1 document, derived from the endpoint registry: every endpoint (the reserved ones
+// too), the envelope around every answer, every status each can give with the contract's exact
+// messages, the bearer scheme and the scope each operation needs. Served at GET /openapi.json
+// and committed at docs/openapi.json (`npm run docs` writes it; a test fails when they differ).
+import { ApiError, errors, TITLES } from '../domain/errors.ts';
+import type { Endpoint, ErrorDoc, JsonSchema } from './endpoints/endpoint.ts';
+import { allEndpoints } from './endpoints/registry.ts';
+import { SCHEMAS } from './endpoints/schemas.ts';
+
+const BODY_METHODS = new Set(['POST', 'PATCH']);
+
+/** Messages (exact) and message patterns one status can answer with. */
+interface Failures {
+  messages: string[];
+  patterns: Array<{ pattern: string; example: string }>;
+}
+
+function envelope(status: number, response: JsonSchema, code: JsonSchema = { const: status }): JsonSchema {
+  return {
+    type: 'object',
+    properties: { code, title: { const: TITLES[status] }, response },
+    required: ['code', 'title', 'response'],
+    additionalProperties: false,
+  };
+}
+
+function failureSchema(failures: Failures): JsonSchema {
+  const exact: JsonSchema = failures.messages.length === 1 ? { const: failures.messages[0] } : { enum: failures.messages };
+  if (failures.patterns.length === 0) return exact;
+  return { anyOf: [...(failures.messages.length ? [exact] : []), ...failures.patterns.map(({ pattern }) => ({ type: 'string', pattern }))] };
+}
+
+const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } } };
+
+function jsonResponse(status: number, schema: JsonSchema, description = TITLES[status]!, headers?: object): object {
+  return { description, ...(headers ? { headers } : {}), content: { 'application/json': { schema } } };
+}
+
+function failureResponse(status: number, failures: Failures): object {
+  const example = failures.messages[0] ?? failures.patterns[0]!.example;
+  return {
+    description: [...failures.messages, ...failures.patterns.map((p) => p.example)].join(' | '),
+    ...(status === 429 || status === 503 ? { headers: RETRY_AFTER } : {}),
+    content: { 'application/json': { schema: envelope(status, failureSchema(failures)), example: { code: status, title: TITLES[status], response: example } } },
+  };
+}
+
+function add(byStatus: Map<number, Failures>, doc: ErrorDoc): void {
+  const entry = typeof doc === 'function' ? { status: doc().status, message: doc().message } : doc;
+  let failures = byStatus.get(entry.status);
+  if (!failures) byStatus.set(entry.status, failures = { messages: [], patterns: [] });
+  if ('message' in entry) {
+    if (!failures.messages.includes(entry.message)) failures.messages.push(entry.message);
+  } else {
+    failures.patterns.push({ pattern: entry.pattern, example: entry.example });
+  }
+}
+
+/** What every authenticated endpoint can answer besides its own failures (the gateway's checks). */
+function sharedFailures(endpoint: Endpoint): ErrorDoc[] {
+  const scope = () => errors.missingScope(endpoint.scope);
+  return [
+    errors.noKey, errors.keyExpired, errors.keyRefused, scope, () => errors.tooManyRefusals(1), errors.bodyTooLarge,
+    ...(BODY_METHODS.has(endpoint.method) && endpoint.runs !== 'reserved' ? [errors.invalidJson, errors.tooDeep, errors.unstorableText] : []),
+    errors.internal, errors.unavailable,
+  ];
+}
+
+function parameters(endpoint: Endpoint): object[] {
+  const params = Object.entries(endpoint.request?.params ?? {}).map(([name, schema]) => ({ name, in: 'path', required: true, schema }));
+  const query = Object.entries(endpoint.request?.query ?? {}).map(([name, schema]) => ({
+    name, in: 'query', required: false, ...(typeof schema.description === 'string' ? { description: schema.description } : {}), schema,
+  }));
+  return [...params, ...query];
+}
+
+/** Which failures of one status a shared response of components.responses stands for. */
+const signature = (status: number, failures: Failures) => JSON.stringify([status, failures.messages, failures.patterns]);
+
+function operation(name: string, endpoint: Endpoint, shared: Map<string, string>): object {
+  const byStatus = new Map<number, Failures>();
+  for (const doc of [...endpoint.errors, ...sharedFailures(endpoint)]) add(byStatus, doc);
+  const responses: Record<string, object> = {};
+  if (endpoint.runs !== 'reserved') {
+    responses[endpoint.success.status] = jsonResponse(endpoint.success.status, envelope(endpoint.success.status, endpoint.success.schema));
+  }
+  for (const status of [...byStatus.keys()].sort((a, b) => a - b)) {
+    const failures = byStatus.get(status)!;
+    const component = shared.get(signature(status, failures));
+    responses[status] = component ? { $ref: `#/components/responses/${component}` } : failureResponse(status, failures);
+  }
+  const body = endpoint.request?.body;
+  return {
+    operationId: name,
+    summary: endpoint.summary,
+    description: `${endpoint.description ? `${endpoint.description}\n\n` : ''}Scope: \`${endpoint.scope}\`.`,
+    tags: [endpoint.path.split('/')[2]!],
+    security: [{ bearer: [] }],
+    'x-scope': endpoint.scope,
+    ...(parameters(endpoint).length ? { parameters: parameters(endpoint) } : {}),
+    ...(body ? { requestBody: { required: false, content: { 'application/json': { schema: body } } } } : {}),
+    responses,
+  };
+}
+
+const one = (...errs: Array<() => ApiError>): Failures => ({ messages: errs.map((err) => err().message), patterns: [] });
+
+/** Failures many operations answer alike, each written once in components.responses. */
+const SHARED_FAILURES: Record<string, [number, Failures]> = {
+  Unauthorized: [401, one(errors.noKey, errors.keyExpired)],
+  PayloadTooLarge: [413, one(errors.bodyTooLarge)],
+  TooManyRefusals: [429, one(() => errors.tooManyRefusals(1))],
+  InternalError: [500, one(errors.internal)],
+  Unavailable: [503, one(errors.unavailable)],
+  InvalidJson: [400, one(errors.invalidJson)],
+  UnstorableBody: [422, one(errors.tooDeep, errors.unstorableText)],
+  NotImplemented: [501, one(errors.notImplemented)],
+};
+
+/** Answers the gateway gives before it knows the operation, or where there is none (README "Choices"). */
+function gatewayResponses(): Record<string, object> {
+  return {
+    ...Object.fromEntries(Object.entries(SHARED_FAILURES).map(([name, [status, failures]]) => [name, failureResponse(status, failures)])),
+    MovedPermanently: {
+      ...failureResponse(301, one(errors.movedPermanently)),
+      headers: { Location: { description: 'The same path and query on the HTTPS origin (PUBLIC_URL).', schema: { type: 'string' } } },
+    },
+    MalformedHttp: failureResponse(400, one(errors.malformedHttp)),
+    Forbidden: failureResponse(403, one(errors.keyRefused)),
+    GatewayNotFound: {
+      description: `${errors.gatewayNotFound().message} (an unknown path; \`code\` is the string "404")`,
+      content: { 'application/json': { schema: envelope(404, { const: errors.gatewayNotFound().message }, { const: '404' }) } },
+    },
+    MethodNotAllowed: failureResponse(405, one(errors.methodNotAllowed)),
+    RequestTimeout: failureResponse(408, one(errors.requestTimeout)),
+    MethodNotOffered: failureResponse(422, one(errors.unprocessable)),
+  };
+}
+
+function operationsOutsideV1(): Record<string, object> {
+  const open = { security: [], tags: ['operations'] };
+  return {
+    '/healthz': { get: { ...open, operationId: 'healthz', summary: 'The process answers.', responses: {
+      200: jsonResponse(200, envelope(200, { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'], additionalProperties: false })),
+    } } },
+    '/readyz': { get: { ...open, operationId: 'readyz', summary: 'The process and its database answer.', responses: {
+      200: jsonResponse(200, envelope(200, { type: 'object', properties: { status: { const: 'ready' }, database: { const: 'ok' } }, required: ['status', 'database'], additionalProperties: false })),
+      503: { $ref: '#/components/responses/Unavailable' },
+    } } },
+    '/openapi.json': { get: { ...open, operationId: 'openapi', summary: 'This document, as it is (not in the envelope).', responses: {
+      200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } },
+    } } },
+  };
+}
+
+export function openApiDocument(): Record<string, unknown> {
+  const shared = new Map(Object.entries(SHARED_FAILURES).map(([name, [status, failures]]) => [signature(status, failures), name]));
+  const paths: Record<string, Record<string, object>> = {};
+  for (const [name, endpoint] of allEndpoints()) {
+    (paths[endpoint.path] ??= {})[endpoint.method.toLowerCase()] = operation(name, endpoint, shared);
+  }
+  const gateway = gatewayResponses();
+  const byStatus = (name: string) => ({ $ref: `#/components/responses/${name}` });
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Project Management Service',
+      version: '1.0.0',
+      summary: "A project's API keys, the model-backed apps it builds, and the audit trail of every change.",
+      description: [
+        'Every answer is the envelope `{"code", "title", "response"}`: `response` holds the result, or on failure the message.',
+        'Authenticate with `Authorization: Bearer sk-project-…`. Each operation names the scope it needs (`x-scope`).',
+        'Failures every operation shares are listed with it; `x-gateway-responses` lists the answers the gateway gives',
+        'before an operation is known (plain HTTP, unknown paths and methods, malformed or slow requests).',
+      ].join(' '),
+    },
+    servers: [{ url: 'https://127.0.0.1:8443', description: '`npm start` on this machine' }],
+    security: [{ bearer: [] }],
+    tags: [
+      { name: 'key', description: "The project's API keys." },
+      { name: 'app', description: 'Model-backed apps.' },
+      { name: 'event', description: 'The audit trail.' },
+      ...['run', 'file', 'team', 'feedback', 'catalog', 'run-usage'].map((name) => ({ name, description: 'Reserved: 501 once authenticated.' })),
+      { name: 'operations', description: 'Health and this document; no key needed.' },
+    ],
+    paths: { ...paths, ...operationsOutsideV1() },
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'The key secret, `sk-project-` followed by 43 or more base62 characters.' },
+      },
+      schemas: SCHEMAS,
+      responses: gateway,
+    },
+    'x-gateway-responses': {
+      301: byStatus('MovedPermanently'), 400: byStatus('MalformedHttp'), 401: byStatus('Unauthorized'),
+      403: byStatus('Forbidden'), 404: byStatus('GatewayNotFound'), 405: byStatus('MethodNotAllowed'),
+      408: byStatus('RequestTimeout'), 413: byStatus('PayloadTooLarge'), 422: byStatus('MethodNotOffered'),
+      429: byStatus('TooManyRefusals'), 500: byStatus('InternalError'), 503: byStatus('Unavailable'),
+    },
+  };
+}
+
+/** The document's text as served and committed: two-space JSON and a final newline. */
+export function openApiText(): string {
+  return `${JSON.stringify(openApiDocument(), null, 2)}\n`;
+}

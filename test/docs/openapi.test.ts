@@ -1,0 +1,74 @@
+// The API describes itself: the OpenAPI 3.1 document derived from the endpoint registry is valid,
+// served at GET /openapi.json without a key, committed at docs/ exactly as generated (with the
+// Markdown reference), and every reply any test receives is checked against it.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { openApiDocument, openApiText } from '../../gateway/openapi.ts';
+import { referenceText } from '../../gateway/reference.ts';
+import { ENDPOINTS } from '../../gateway/endpoints/registry.ts';
+import { checkReplyAgainstDocument } from '../support/openapi-check.ts';
+import { TestService } from '../support/service.ts';
+
+const DOCS = path.join(import.meta.dirname, '..', '..', 'docs');
+
+test('the document passes an OpenAPI 3.1 validator', async () => {
+  const validated = await SwaggerParser.validate(structuredClone(openApiDocument()) as never) as { openapi: string };
+  assert.equal(validated.openapi, '3.1.0');
+});
+
+test('docs/openapi.json and docs/reference.md are what the registry generates (run `npm run docs` after changing an endpoint)', () => {
+  assert.equal(readFileSync(path.join(DOCS, 'openapi.json'), 'utf8'), openApiText(), 'docs/openapi.json is stale');
+  assert.equal(readFileSync(path.join(DOCS, 'reference.md'), 'utf8'), referenceText(), 'docs/reference.md is stale');
+});
+
+test('every endpoint of the registry is an operation, with its scope and the scope\'s exact 403', () => {
+  const doc = openApiDocument() as any;
+  for (const [name, endpoint] of Object.entries(ENDPOINTS)) {
+    const op = doc.paths[endpoint.path][endpoint.method.toLowerCase()];
+    assert.equal(op.operationId, name);
+    assert.equal(op['x-scope'], endpoint.scope);
+    const forbidden = op.responses['403'].content['application/json'].schema.properties.response;
+    assert.ok(forbidden.enum.includes(`The API key is missing the required scope: ${endpoint.scope}`), name);
+  }
+  assert.equal(doc.paths['/v1/run-usage/summary'].get['x-scope'], 'usage:read');
+});
+
+describe('the check every test\'s replies go through', () => {
+  const envelope = (code: number | string, title: string, response: unknown) => ({ code, title, response });
+  const reply = (status: number, body: unknown) => ({ status, headers: { 'content-type': 'application/json' }, text: JSON.stringify(body), body });
+
+  test('passes what the document describes', () => {
+    checkReplyAgainstDocument('GET', '/v1/key/papi_00000000000000000000', reply(404, envelope(404, 'Not Found', 'API key not found.')));
+    checkReplyAgainstDocument('GET', '/nowhere', reply(404, envelope('404', 'Not Found', 'The requested resource was not found.')));
+    checkReplyAgainstDocument('PUT', '/v1/key', reply(405, envelope(405, 'Method Not Allowed', 'The request method is not allowed.')));
+  });
+
+  test('fails a status, a message or a member the document does not describe', () => {
+    assert.throws(() => checkReplyAgainstDocument('GET', '/v1/key', reply(418, envelope(418, "I'm a teapot", 'no'))), /describes no such answer/);
+    assert.throws(() => checkReplyAgainstDocument('GET', '/v1/key/papi_00000000000000000000', reply(404, envelope(404, 'Not Found', 'Key not found.'))), /does not match/);
+    assert.throws(() => checkReplyAgainstDocument('GET', '/v1/event', reply(200, envelope(200, 'OK', { object: 'list', data: [], total: 0, next: null }))), /does not match/);
+    assert.throws(() => checkReplyAgainstDocument('DELETE', '/v1/key/papi_00000000000000000000', reply(200, envelope(200, 'OK', { deleted: false, id: 'x' }))), /does not match/);
+  });
+});
+
+describe('GET /openapi.json', () => {
+  let service: TestService;
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false });
+  });
+  after(() => service.stop());
+
+  test('answers the document itself, without a key and not in the envelope', async () => {
+    for (const headers of [{}, { authorization: 'Bearer sk-project-unknown' }] as Array<Record<string, string>>) {
+      const reply = await service.request('GET', '/openapi.json', { headers });
+      assert.equal(reply.status, 200);
+      assert.match(String(reply.headers['content-type']), /^application\/json/);
+      assert.equal(reply.text, openApiText());
+      assert.equal(reply.body.openapi, '3.1.0');
+    }
+  });
+});
