@@ -4,6 +4,7 @@ import { grantAppRole } from '../lib/app-role.ts';
 import { createPool } from '../lib/db.ts';
 import { migrateJobs } from '../lib/jobs.ts';
 import { migrateSchema } from '../lib/migrate.ts';
+import { JOB_QUEUES } from '../workers/jobs/registry.ts';
 import type { Config } from '../lib/config.ts';
 import type { Logger } from '../lib/log.ts';
 import { runProcess } from './lifecycle.ts';
@@ -12,7 +13,7 @@ export async function release(config: Config, log: Logger, databaseUrl: string):
   const pool = createPool(config, log, databaseUrl, 1);
   try {
     await migrateSchema(pool, log);
-    await migrateJobs(databaseUrl, log);
+    await migrateJobs(databaseUrl, log, JOB_QUEUES);
     await grantAppRole(pool, log);
   } finally {
     await pool.end();

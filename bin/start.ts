@@ -5,7 +5,7 @@ import { startGateway } from '../gateway/server.ts';
 import { createPool } from '../lib/db.ts';
 import { startProducer } from '../lib/jobs.ts';
 import type { Logger } from '../lib/log.ts';
-import { startJobWorkers } from '../workers/job-workers.ts';
+import { startJobWorkers } from '../workers/jobs/start.ts';
 import type { Config } from '../lib/config.ts';
 import { runProcess } from './lifecycle.ts';
 import { release } from './release.ts';

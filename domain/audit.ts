@@ -3,7 +3,6 @@
 import { newId } from '../lib/ids.ts';
 import { run, type Queryable } from '../lib/db.ts';
 import { isDatabaseUnavailable } from './errors.ts';
-import { QUEUES } from '../lib/jobs.ts';
 import type { Actor, Tx } from './services.ts';
 
 export type EventType =
@@ -48,7 +47,7 @@ export async function recordEvent(tx: Tx, actor: Actor, spec: EventSpec): Promis
     details: spec.details ?? [],
     created_at: spec.at,
   };
-  await tx.send(QUEUES.auditWrite, job);
+  await tx.send('audit.write', job);
   return job.id;
 }
 

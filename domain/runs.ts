@@ -2,7 +2,6 @@
 // (app, project) totals are recomputed by their own job, so reads never aggregate runs.
 import { run, withTransaction } from '../lib/db.ts';
 import { isId } from '../lib/ids.ts';
-import { QUEUES } from '../lib/jobs.ts';
 import { change, type Services } from './services.ts';
 
 export interface RunFinished {
@@ -39,7 +38,7 @@ export async function storeRun(services: Services, report: RunFinished): Promise
     ]);
     if (!stored) return false;
     const job: TotalsJob = { app_id: report.app_id, project_id: report.project_id };
-    await tx.send(QUEUES.appTotals, job, { singletonKey: `${report.app_id}:${report.project_id}` });
+    await tx.send('app.totals', job, { singletonKey: `${report.app_id}:${report.project_id}` });
     return true;
   });
 }

@@ -4,6 +4,7 @@ import type { PgBoss } from 'pg-boss';
 import { bossDb, wakeWorkers } from '../lib/jobs.ts';
 import { withTransaction } from '../lib/db.ts';
 import type { Logger } from '../lib/log.ts';
+import type { PayloadOf, QueueName } from '../workers/jobs/registry.ts';
 
 export interface Services {
   pool: pg.Pool;
@@ -14,7 +15,7 @@ export interface Services {
 /** A change in progress: its transaction's client, and a way to enqueue jobs inside it. */
 export interface Tx {
   client: pg.PoolClient;
-  send(queue: string, data: object, options?: { singletonKey?: string }): Promise<void>;
+  send<N extends QueueName>(queue: N, data: PayloadOf<N>, options?: { singletonKey?: string }): Promise<void>;
 }
 
 /** Runs one change in one transaction; jobs it sends commit or roll back with it. */
@@ -23,7 +24,7 @@ export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>):
   const result = await withTransaction(services.pool, (client) => fn({
     client,
     async send(queue, data, options = {}) {
-      await services.boss.send(queue, data, { ...options, db: bossDb(client) });
+      await services.boss.send(queue, data as object, { ...options, db: bossDb(client) });
       queues.add(queue);
     },
   }));

@@ -3,10 +3,10 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { newId } from '../lib/ids.ts';
 import { run } from '../lib/db.ts';
-import { QUEUES } from '../lib/jobs.ts';
 import { recordEvent } from './audit.ts';
 import { isImage } from './images.ts';
 import { NotFound } from './projects.ts';
+import type { QueueName } from '../workers/jobs/registry.ts';
 import type { RunFinished } from './runs.ts';
 import { change, type Actor, type Services } from './services.ts';
 
@@ -88,6 +88,6 @@ export async function recordRun(services: Services, report: Omit<RunFinished, 'r
   const [project] = await run(services.pool, 'project_exists', [report.project_id]);
   if (!project) throw new NotFound(`No project ${report.project_id}.`);
   const runId = newId('run');
-  await services.boss.send(QUEUES.runFinished, { run_id: runId, ...report } satisfies RunFinished);
+  await services.boss.send('run.finished' satisfies QueueName, { run_id: runId, ...report } satisfies RunFinished);
   return { run: { id: runId } };
 }

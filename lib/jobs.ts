@@ -6,18 +6,8 @@ import { PgBoss } from 'pg-boss';
 import BossPoolDb from 'pg-boss/dist/db.js';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type pg from 'pg';
+import type { JobQueue } from '../workers/jobs/queue.ts';
 import { errorFields, type Logger } from './log.ts';
-
-export const QUEUES = {
-  /** One job per change; the worker writes the event. Notify: an event is readable within ms. */
-  auditWrite: 'audit.write',
-  /** Scheduled every minute: marks keys past expires_at `expired` and records `key.expired`. */
-  keyExpire: 'key.expire',
-  /** Reported by the run engine: { run_id, app_id, project_id, status, tokens }. */
-  runFinished: 'run.finished',
-  /** Recomputes one (app, project)'s totals; at most one queued and one active per pair. */
-  appTotals: 'app.totals',
-} as const;
 
 /**
  * Every job here takes milliseconds. A job still active after JOB_EXPIRE_SECONDS belongs to a
@@ -42,25 +32,10 @@ const RETRY_LIMIT = 1000;
  */
 export const WORST_RECOVERY_SECONDS = JOB_EXPIRE_SECONDS + SUPERVISE_INTERVAL_SECONDS + RETRY_DELAY_MAX_SECONDS;
 
-const QUICK_JOB = {
+/** The options of a queue whose jobs take milliseconds (workers/jobs/*). */
+export const QUICK_JOB = {
   expireInSeconds: JOB_EXPIRE_SECONDS,
   retryLimit: RETRY_LIMIT, retryDelay: 1, retryBackoff: true, retryDelayMax: RETRY_DELAY_MAX_SECONDS,
-};
-
-/**
- * Queues whose jobs are sent only inside a change's transaction (domain/services.ts change()).
- * Their workers are woken after the commit (wakeWorkers), not by pg-boss's transactional NOTIFY:
- * PostgreSQL holds one lock across every committing transaction that notifies, through its WAL
- * flush, so that NOTIFY made every change in the database commit one at a time.
- */
-const WOKEN_AFTER_COMMIT: ReadonlySet<string> = new Set([QUEUES.auditWrite, QUEUES.appTotals]);
-
-const QUEUE_OPTIONS: Record<string, { policy?: string } & Record<string, unknown>> = {
-  [QUEUES.auditWrite]: { ...QUICK_JOB, notify: false },
-  [QUEUES.keyExpire]: { expireInSeconds: 120, retryLimit: 2, retryDelay: 5 },
-  // Sent by the run engine with pg-boss's own send(): its NOTIFY wakes the worker.
-  [QUEUES.runFinished]: { ...QUICK_JOB, notify: true },
-  [QUEUES.appTotals]: { ...QUICK_JOB, policy: 'stately', notify: false },
 };
 
 /**
@@ -72,12 +47,14 @@ type WakeState = 'running' | 'again';
 const waking = new WeakMap<pg.Pool, Map<string, WakeState>>();
 
 /**
- * Wakes the workers of `queue` after a commit that sent it jobs. Coalesced per pool and queue: one
- * wake-up in flight, and one more after it for every commit that landed meanwhile, so a burst of
- * changes costs a few NOTIFYs, and every commit is still followed by a wake-up sent after it.
+ * Wakes the workers of `queue` after a commit that sent it jobs (domain/services.ts change()).
+ * Those queues carry no NOTIFY of their own: PostgreSQL holds one lock across every committing
+ * transaction that notifies, through its WAL flush, so a NOTIFY inside the change made every
+ * change in the database commit one at a time. Coalesced per pool and queue: one wake-up in
+ * flight, and one more after it for every commit that landed meanwhile, so a burst of changes
+ * costs a few NOTIFYs, and every commit is still followed by a wake-up sent after it.
  */
 export function wakeWorkers(pool: pg.Pool, queue: string): void {
-  if (!WOKEN_AFTER_COMMIT.has(queue)) return;
   let states = waking.get(pool);
   if (!states) waking.set(pool, states = new Map());
   if (states.has(queue)) {
@@ -99,8 +76,6 @@ export function wakeWorkers(pool: pg.Pool, queue: string): void {
   };
   wake();
 }
-
-export const KEY_EXPIRE_CRON = '* * * * *';
 
 /**
  * pg-boss sends its statements as text each time: PostgreSQL parsed and planned its job insert on
@@ -171,18 +146,18 @@ export async function startConsumer(connectionString: string, log: Logger): Prom
   return boss;
 }
 
-/** Release step: pg-boss's own schema, our queues and schedules. Safe to run concurrently and again. */
-export async function migrateJobs(connectionString: string, log: Logger): Promise<void> {
+/** Release step: pg-boss's own schema, the queues and their schedules. Safe to run concurrently and again. */
+export async function migrateJobs(connectionString: string, log: Logger, queues: readonly JobQueue[]): Promise<void> {
   const boss = watch(new PgBoss({ connectionString, max: 2, migrate: true, supervise: false, schedule: false }), log);
   await boss.start();
   try {
-    for (const [name, options] of Object.entries(QUEUE_OPTIONS)) {
-      await boss.createQueue(name, options as never);
-      // createQueue leaves an existing queue as it was; its options follow this file's.
-      const { policy: _policy, ...changeable } = options;
-      await boss.updateQueue(name, changeable as never);
+    for (const queue of queues) {
+      await boss.createQueue(queue.name, queue.options);
+      // createQueue leaves an existing queue as it was; its options follow the queue's module.
+      const { policy: _policy, ...changeable } = queue.options;
+      await boss.updateQueue(queue.name, changeable);
+      if (queue.schedule) await boss.schedule(queue.name, queue.schedule);
     }
-    await boss.schedule(QUEUES.keyExpire, KEY_EXPIRE_CRON);
   } finally {
     await boss.stop({ graceful: false });
   }

@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
-import { QUEUES } from '../../lib/jobs.ts';
+import { appTotals } from '../../workers/jobs/app-totals.ts';
+import { auditWrite } from '../../workers/jobs/audit-write.ts';
+import { runFinished } from '../../workers/jobs/run-finished.ts';
 import { Secrets } from '../support/secrets.ts';
 import { TestService } from '../support/service.ts';
 import { waitFor } from '../support/wait.ts';
@@ -30,11 +32,11 @@ after(async () => {
 
 test('the change queues carry no transactional NOTIFY; the run engine\'s queue keeps it', async () => {
   const { rows } = await service.db.query('SELECT name, notify FROM pgboss.queue WHERE name = ANY ($1) ORDER BY name',
-    [[QUEUES.auditWrite, QUEUES.appTotals, QUEUES.runFinished]]);
+    [[auditWrite.name, appTotals.name, runFinished.name]]);
   assert.deepEqual(rows, [
-    { name: QUEUES.appTotals, notify: false },
-    { name: QUEUES.auditWrite, notify: false },
-    { name: QUEUES.runFinished, notify: true },
+    { name: appTotals.name, notify: false },
+    { name: auditWrite.name, notify: false },
+    { name: runFinished.name, notify: true },
   ]);
 });
 
@@ -43,7 +45,7 @@ test('a change wakes the audit worker on pg-boss\'s channel once it has committe
   await service.waitForJobsDrained();
   heard.length = 0;
   const made = await secrets.key(service, p.key, { name: 'woken', scope: ['key:read'] });
-  await waitFor('a wake-up for audit.write', async () => (heard.includes(QUEUES.auditWrite) ? true : undefined));
+  await waitFor('a wake-up for audit.write', async () => (heard.includes(auditWrite.name) ? true : undefined));
   await service.waitForEvents(p.projectId, 2);
   assert.ok(made.id, 'the key was made');
 });
@@ -56,6 +58,6 @@ test('a burst of changes sends at most one wake-up per change, and every change 
   assert.equal(made.length, 40);
   await service.waitForEvents(p.projectId, 41);
   await waitFor('the last wake-up', async () => (heard.length > 0 ? true : undefined));
-  const wakes = heard.filter((q) => q === QUEUES.auditWrite).length;
+  const wakes = heard.filter((q) => q === auditWrite.name).length;
   assert.ok(wakes >= 1 && wakes <= 40, `${wakes} wake-ups for 40 changes`);
 });

@@ -15,7 +15,7 @@ import { readConfig, type Config } from '../../lib/config.ts';
 import { createPool } from '../../lib/db.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
-import { startJobWorkers, type JobWorkers } from '../../workers/job-workers.ts';
+import { startJobWorkers, type JobWorkers } from '../../workers/jobs/start.ts';
 import { checkReplyAgainstDocument } from './openapi-check.ts';
 import { waitFor } from './wait.ts';
 

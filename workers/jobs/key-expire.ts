@@ -1,0 +1,15 @@
+// `key.expire`: every minute, keys past expires_at are marked `expired`, each with its
+// `key.expired` event (the authentication reads them as expired from that second anyway).
+import { expireDueKeys } from '../../domain/keys.ts';
+import type { JobQueue } from './queue.ts';
+
+export const keyExpire = {
+  name: 'key.expire' as const,
+  options: { expireInSeconds: 120, retryLimit: 2, retryDelay: 5 },
+  schedule: '* * * * *',
+  fetch: {},
+  async handle(services) {
+    const expired = await expireDueKeys(services);
+    if (expired > 0) services.log.info({ expired }, 'keys expired');
+  },
+} satisfies JobQueue<object>;

@@ -1,0 +1,24 @@
+// What a job queue is: one module per queue (this folder) holds its name, its pg-boss options,
+// how the worker fetches it, the type of its payload and its handler. `release` creates the
+// queues from these (lib/jobs.ts migrateJobs), the worker runs them (start.ts).
+import type { Job, Queue, WorkOptions } from 'pg-boss';
+import type { Services } from '../../domain/services.ts';
+
+export interface JobQueue<Payload = unknown> {
+  name: string;
+  /** pg-boss's queue options (policy, expiry, retries, notify), applied by every release. */
+  options: Omit<Queue, 'name'>;
+  /** A cron expression when pg-boss's clock feeds the queue. */
+  schedule?: string;
+  /** How the worker fetches: batch size, concurrency, polling. */
+  fetch: WorkOptions;
+  /** The batch's work; the worker completes the batch itself once it returns (start.ts). */
+  handle(services: Services, jobs: Array<Job<Payload>>): Promise<void>;
+}
+
+/**
+ * NOTIFY wakes a worker the moment a job is sent, but notifications sent while the listener
+ * reconnects (a database restart) are lost, and a backlog left by a stopped worker sends none:
+ * the fallback poll stays short, and a full batch fetches again at once.
+ */
+export const FETCHING = { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 1, burstWhenBatchFull: true } as const;

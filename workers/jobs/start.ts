@@ -1,0 +1,48 @@
+// The `worker` process: the job handlers of every queue in registry.ts, each batch riding out a
+// database outage and completing itself.
+import type pg from 'pg';
+import type { Config } from '../../lib/config.ts';
+import { createPool } from '../../lib/db.ts';
+import { startConsumer } from '../../lib/jobs.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { JobQueue } from './queue.ts';
+import { JOB_QUEUES } from './registry.ts';
+import { rideOutFromNow, rideOutOutage } from './ride-out.ts';
+
+export interface JobWorkers {
+  stop(): Promise<void>;
+}
+
+/** How long a graceful stop waits for the jobs in hand. */
+const STOP_GRACE_MS = 8000;
+
+export async function startJobWorkers(config: Config, log: Logger, databaseUrl: string): Promise<JobWorkers> {
+  const pool: pg.Pool = createPool(config, log, databaseUrl, 4);
+  const boss = await startConsumer(databaseUrl, log);
+  const services = { pool, boss, log };
+  const stopping = new AbortController();
+
+  /**
+   * The batch's work, then its completion, waiting out an outage within one deadline. pg-boss
+   * completes the batch itself once the handler returns, but a completion lost with the connection
+   * leaves the jobs active until their expiry (half a minute of events missing): settled here it is
+   * retried, and pg-boss's own then finds nothing left to do. Fenced by attempt, so only this claim
+   * is settled. The retries stop when the worker stops or pg-boss gives up on the batch.
+   */
+  const work = <Payload>(queue: JobQueue<Payload>) => boss.work<Payload>(queue.name, queue.fetch, async (jobs) => {
+    const rideOut = rideOutFromNow(AbortSignal.any([stopping.signal, ...jobs.map((job) => job.signal)]));
+    await rideOutOutage(() => queue.handle(services, jobs), rideOut);
+    await rideOutOutage(() => boss.complete(queue.name, jobs.map(({ id, retryCount }) => ({ id, retryCount }))), rideOut);
+  });
+  for (const queue of JOB_QUEUES) await work(queue as JobQueue<unknown>);
+
+  log.info('job workers started');
+  return {
+    async stop() {
+      stopping.abort();
+      // Graceful: jobs in hand finish (or go back to the queue) before the pool closes.
+      await boss.stop({ graceful: true, timeout: STOP_GRACE_MS });
+      await pool.end();
+    },
+  };
+}
