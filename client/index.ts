@@ -8,7 +8,7 @@
 //   const key = await client.keys.create({ name: 'ci', scope: ['key:read'] });
 //   for await (const app of client.apps.iterate()) console.log(app.name);
 import https from 'node:https';
-import type { EndpointName, EndpointResponse } from '../gateway/endpoints/registry.ts';
+import type { EndpointName, EndpointResponse } from '../workers/endpoints/registry.ts';
 
 export type { EndpointName, EndpointResponse };
 // The domain builds these objects with one view each, whose optional members depend on the

@@ -3,29 +3,9 @@
 import { newId } from '../lib/ids.ts';
 import { run, type Queryable } from '../lib/db.ts';
 import { isDatabaseUnavailable } from './errors.ts';
+import type { AuditJob, EventType, RelatedTable } from './jobs.ts';
 import type { Actor, Tx } from './services.ts';
 
-export type EventType =
-  | 'key.created' | 'key.revoked' | 'key.expired'
-  | 'app.created' | 'app.updated' | 'app.published' | 'app.unpublished' | 'app.activated'
-  | 'app.logo_changed' | 'app.deleted'
-  | 'project.created' | 'project.disabled' | 'consumer.disabled' | 'plan.changed';
-
-export type RelatedTable = 'key' | 'app' | 'file' | 'membership' | 'project' | 'consumer';
-
-export interface AuditJob {
-  id: string;
-  project_id: string;
-  type: EventType;
-  related_table: RelatedTable;
-  related_id: string;
-  origin: Actor['origin'];
-  ip_address: string;
-  /** Never a secret or a hash. `[]` when there is nothing to record. */
-  details: Record<string, unknown> | [];
-  /** Unix seconds of the change, not of the job. */
-  created_at: number;
-}
 
 export interface EventSpec {
   projectId: string;

@@ -2,20 +2,9 @@
 // (app, project) totals are recomputed by their own job, so reads never aggregate runs.
 import { run, withTransaction } from '../lib/db.ts';
 import { isId } from '../lib/ids.ts';
+import type { RunFinished, TotalsJob } from './jobs.ts';
 import { change, type Services } from './services.ts';
 
-export interface RunFinished {
-  run_id: string;
-  app_id: string;
-  project_id: string;
-  status: 'succeeded' | 'error';
-  tokens: { input: number; output: number } | null;
-}
-
-export interface TotalsJob {
-  app_id: string;
-  project_id: string;
-}
 
 const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 

@@ -4,7 +4,7 @@ import type { PgBoss } from 'pg-boss';
 import { bossDb, wakeWorkers } from '../lib/jobs.ts';
 import { withTransaction } from '../lib/db.ts';
 import type { Logger } from '../lib/log.ts';
-import type { PayloadOf, QueueName } from '../workers/jobs/registry.ts';
+import type { JobPayloads, Origin, QueueName } from './jobs.ts';
 
 export interface Services {
   pool: pg.Pool;
@@ -15,7 +15,7 @@ export interface Services {
 /** A change in progress: its transaction's client, and a way to enqueue jobs inside it. */
 export interface Tx {
   client: pg.PoolClient;
-  send<N extends QueueName>(queue: N, data: PayloadOf<N>, options?: { singletonKey?: string }): Promise<void>;
+  send<N extends QueueName>(queue: N, data: JobPayloads[N], options?: { singletonKey?: string }): Promise<void>;
 }
 
 /** Runs one change in one transaction; jobs it sends commit or roll back with it. */
@@ -34,6 +34,6 @@ export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>):
 
 /** Who makes a change and from where: recorded on its event. */
 export interface Actor {
-  origin: 'api' | 'workspace' | 'system';
+  origin: Origin;
   ip: string;
 }

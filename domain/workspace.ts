@@ -6,8 +6,7 @@ import { run } from '../lib/db.ts';
 import { recordEvent } from './audit.ts';
 import { isImage } from './images.ts';
 import { NotFound } from './projects.ts';
-import type { QueueName } from '../workers/jobs/registry.ts';
-import type { RunFinished } from './runs.ts';
+import type { QueueName, RunFinished } from './jobs.ts';
 import { change, type Actor, type Services } from './services.ts';
 
 /** A logo bigger than this is refused before it is read. */

@@ -11,7 +11,7 @@ import { bodyLimit } from './body-limit.ts';
 import { answerClientErrors } from './client-errors.ts';
 import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, serveEndpoint } from './dispatch.ts';
-import { allEndpoints } from './endpoints/registry.ts';
+import { allEndpoints } from '../workers/endpoints/registry.ts';
 import { sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
 import { serveOpenApi } from './openapi-route.ts';

@@ -1,12 +1,11 @@
 // pg-boss: queue names, their options, and the instances each kind of process needs.
 import { createHash } from 'node:crypto';
-import { PgBoss } from 'pg-boss';
+import { PgBoss, type Queue } from 'pg-boss';
 // pg-boss's own connection pool and LISTEN client, given prepared statements below. Not in its
 // public API: pg-boss is pinned to one version in package.json for this.
 import BossPoolDb from 'pg-boss/dist/db.js';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type pg from 'pg';
-import type { JobQueue } from '../workers/jobs/queue.ts';
 import { errorFields, type Logger } from './log.ts';
 
 /**
@@ -146,8 +145,17 @@ export async function startConsumer(connectionString: string, log: Logger): Prom
   return boss;
 }
 
+/** What `release` needs of a queue (workers/jobs/queue.ts JobQueue). */
+export interface QueueSpec {
+  name: string;
+  /** pg-boss's queue options (policy, expiry, retries, notify), applied by every release. */
+  options: Omit<Queue, 'name'>;
+  /** A cron expression when pg-boss's clock feeds the queue. */
+  schedule?: string;
+}
+
 /** Release step: pg-boss's own schema, the queues and their schedules. Safe to run concurrently and again. */
-export async function migrateJobs(connectionString: string, log: Logger, queues: readonly JobQueue[]): Promise<void> {
+export async function migrateJobs(connectionString: string, log: Logger, queues: readonly QueueSpec[]): Promise<void> {
   const boss = watch(new PgBoss({ connectionString, max: 2, migrate: true, supervise: false, schedule: false }), log);
   await boss.start();
   try {

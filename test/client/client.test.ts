@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { ApiError, Client, ROUTES, type ApiKeyWithSecret, type App } from '../../client/index.ts';
-import { ENDPOINTS } from '../../gateway/endpoints/registry.ts';
+import { ENDPOINTS } from '../../workers/endpoints/registry.ts';
 import { appBody } from '../apps/helpers.ts';
 import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';

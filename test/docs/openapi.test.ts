@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { openApiDocument, openApiText } from '../../gateway/openapi.ts';
 import { referenceText } from '../../gateway/reference.ts';
-import { ENDPOINTS } from '../../gateway/endpoints/registry.ts';
+import { ENDPOINTS } from '../../workers/endpoints/registry.ts';
 import { checkReplyAgainstDocument } from '../support/openapi-check.ts';
 import { TestService } from '../support/service.ts';
 

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { writeEvents, writeEventsApart, type AuditJob } from '../../domain/audit.ts';
+import { writeEvents, writeEventsApart } from '../../domain/audit.ts';
+import type { AuditJob } from '../../domain/jobs.ts';
 import { expireDueKeys, insertKey } from '../../domain/keys.ts';
 import { disableConsumer, disableProject } from '../../domain/projects.ts';
 import { change } from '../../domain/services.ts';

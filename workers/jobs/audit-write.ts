@@ -1,6 +1,6 @@
 // `audit.write`: one job per change, sent inside the change's transaction (domain/audit.ts); the
 // worker inserts the events, a batch per statement, idempotently by event id.
-import { writeEventsApart, type AuditJob } from '../../domain/audit.ts';
+import { writeEventsApart } from '../../domain/audit.ts';
 import { QUICK_JOB } from '../../lib/jobs.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
 
@@ -8,12 +8,12 @@ import { FETCHING, type JobQueue } from './queue.ts';
 const AUDIT_BATCH_SIZE = 50;
 const AUDIT_CONCURRENCY = 2;
 
-export const auditWrite = {
-  name: 'audit.write' as const,
+export const auditWrite: JobQueue<'audit.write'> = {
+  name: 'audit.write',
   // Woken after the change commits (lib/jobs.ts wakeWorkers), not by a NOTIFY in its transaction.
   options: { ...QUICK_JOB, notify: false },
   fetch: { ...FETCHING, batchSize: AUDIT_BATCH_SIZE, localConcurrency: AUDIT_CONCURRENCY },
   async handle(services, jobs) {
     await writeEventsApart(services.pool, jobs.map((job) => job.data));
   },
-} satisfies JobQueue<AuditJob>;
+};

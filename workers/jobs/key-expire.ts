@@ -3,8 +3,8 @@
 import { expireDueKeys } from '../../domain/keys.ts';
 import type { JobQueue } from './queue.ts';
 
-export const keyExpire = {
-  name: 'key.expire' as const,
+export const keyExpire: JobQueue<'key.expire'> = {
+  name: 'key.expire',
   options: { expireInSeconds: 120, retryLimit: 2, retryDelay: 5 },
   schedule: '* * * * *',
   fetch: {},
@@ -12,4 +12,4 @@ export const keyExpire = {
     const expired = await expireDueKeys(services);
     if (expired > 0) services.log.info({ expired }, 'keys expired');
   },
-} satisfies JobQueue<object>;
+};

@@ -1,19 +1,17 @@
 // What a job queue is: one module per queue (this folder) holds its name, its pg-boss options,
-// how the worker fetches it, the type of its payload and its handler. `release` creates the
-// queues from these (lib/jobs.ts migrateJobs), the worker runs them (start.ts).
-import type { Job, Queue, WorkOptions } from 'pg-boss';
+// how the worker fetches it and its handler; its payload is the one domain/jobs.ts names for it.
+// `release` creates the queues from these (lib/jobs.ts migrateJobs), the worker runs them (start.ts).
+import type { Job, WorkOptions } from 'pg-boss';
+import type { JobPayloads, QueueName } from '../../domain/jobs.ts';
 import type { Services } from '../../domain/services.ts';
+import type { QueueSpec } from '../../lib/jobs.ts';
 
-export interface JobQueue<Payload = unknown> {
-  name: string;
-  /** pg-boss's queue options (policy, expiry, retries, notify), applied by every release. */
-  options: Omit<Queue, 'name'>;
-  /** A cron expression when pg-boss's clock feeds the queue. */
-  schedule?: string;
+export interface JobQueue<N extends QueueName = QueueName> extends QueueSpec {
+  name: N;
   /** How the worker fetches: batch size, concurrency, polling. */
   fetch: WorkOptions;
   /** The batch's work; the worker completes the batch itself once it returns (start.ts). */
-  handle(services: Services, jobs: Array<Job<Payload>>): Promise<void>;
+  handle(services: Services, jobs: Array<Job<JobPayloads[N]>>): Promise<void>;
 }
 
 /**

@@ -1,12 +1,12 @@
 // `run.finished`: the run engine's report of a finished run, stored once per run id.
-import { invalidRunReport, storeRun, type RunFinished } from '../../domain/runs.ts';
+import { invalidRunReport, storeRun } from '../../domain/runs.ts';
 import { QUICK_JOB } from '../../lib/jobs.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
 
 const RUN_BATCH_SIZE = 20;
 
-export const runFinished = {
-  name: 'run.finished' as const,
+export const runFinished: JobQueue<'run.finished'> = {
+  name: 'run.finished',
   // Sent by the run engine with pg-boss's own send(): its NOTIFY wakes the worker.
   options: { ...QUICK_JOB, notify: true },
   fetch: { ...FETCHING, batchSize: RUN_BATCH_SIZE },
@@ -18,4 +18,4 @@ export const runFinished = {
       else await storeRun(services, job.data);
     }
   },
-} satisfies JobQueue<RunFinished>;
+};

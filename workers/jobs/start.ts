@@ -1,6 +1,7 @@
 // The `worker` process: the job handlers of every queue in registry.ts, each batch riding out a
 // database outage and completing itself.
 import type pg from 'pg';
+import type { JobPayloads, QueueName } from '../../domain/jobs.ts';
 import type { Config } from '../../lib/config.ts';
 import { createPool } from '../../lib/db.ts';
 import { startConsumer } from '../../lib/jobs.ts';
@@ -29,12 +30,12 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
    * retried, and pg-boss's own then finds nothing left to do. Fenced by attempt, so only this claim
    * is settled. The retries stop when the worker stops or pg-boss gives up on the batch.
    */
-  const work = <Payload>(queue: JobQueue<Payload>) => boss.work<Payload>(queue.name, queue.fetch, async (jobs) => {
+  const work = <N extends QueueName>(queue: JobQueue<N>) => boss.work<JobPayloads[N]>(queue.name, queue.fetch, async (jobs) => {
     const rideOut = rideOutFromNow(AbortSignal.any([stopping.signal, ...jobs.map((job) => job.signal)]));
     await rideOutOutage(() => queue.handle(services, jobs), rideOut);
     await rideOutOutage(() => boss.complete(queue.name, jobs.map(({ id, retryCount }) => ({ id, retryCount }))), rideOut);
   });
-  for (const queue of JOB_QUEUES) await work(queue as JobQueue<unknown>);
+  for (const queue of JOB_QUEUES) await work(queue);
 
   log.info('job workers started');
   return {

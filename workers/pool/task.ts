@@ -5,7 +5,7 @@ import { workerData } from 'node:worker_threads';
 import { ApiError, errors, isDatabaseUnavailable } from '../../domain/errors.ts';
 import type { DomainRequest, DomainResult, SerializedResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
-import { ENDPOINTS, type PoolEndpointName } from '../../gateway/endpoints/registry.ts';
+import { ENDPOINTS, type PoolEndpointName } from '../endpoints/registry.ts';
 import type { Config } from '../../lib/config.ts';
 import { createPool } from '../../lib/db.ts';
 import { startProducer } from '../../lib/jobs.ts';

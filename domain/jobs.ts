@@ -1,0 +1,50 @@
+// The job queues the domain sends to, by name, with the payload each carries. A queue's rules
+// (options, fetching, handler) are its module in workers/jobs/; a name missing here or there
+// fails the type check (workers/jobs/registry.ts).
+/** Where a change came from (decisions.md, "Events"). */
+export type Origin = 'api' | 'workspace' | 'system';
+
+export type EventType =
+  | 'key.created' | 'key.revoked' | 'key.expired'
+  | 'app.created' | 'app.updated' | 'app.published' | 'app.unpublished' | 'app.activated'
+  | 'app.logo_changed' | 'app.deleted'
+  | 'project.created' | 'project.disabled' | 'consumer.disabled' | 'plan.changed';
+
+export type RelatedTable = 'key' | 'app' | 'file' | 'membership' | 'project' | 'consumer';
+
+export interface AuditJob {
+  id: string;
+  project_id: string;
+  type: EventType;
+  related_table: RelatedTable;
+  related_id: string;
+  origin: Origin;
+  ip_address: string;
+  /** Never a secret or a hash. `[]` when there is nothing to record. */
+  details: Record<string, unknown> | [];
+  /** Unix seconds of the change, not of the job. */
+  created_at: number;
+}
+
+/** A run the run engine reports as finished (decisions.md, "Runs"). */
+export interface RunFinished {
+  run_id: string;
+  app_id: string;
+  project_id: string;
+  status: 'succeeded' | 'error';
+  tokens: { input: number; output: number } | null;
+}
+
+export interface TotalsJob {
+  app_id: string;
+  project_id: string;
+}
+
+export interface JobPayloads {
+  'audit.write': AuditJob;
+  'key.expire': object;
+  'run.finished': RunFinished;
+  'app.totals': TotalsJob;
+}
+
+export type QueueName = keyof JobPayloads;
