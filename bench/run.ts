@@ -5,7 +5,7 @@
 //   BENCH_ONLY: a regular expression; only the parts whose names match run (an endpoint's name,
 //   `visibility`, `scale`), for measuring one change quickly. Targets of parts not run are not checked.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { procfileArgs } from '../lib/procfile.ts';
 import { Children, finished } from './children.ts';
 import { startEmbedded } from '../lib/embedded-db.ts';
 import { createLogger } from '../lib/log.ts';
+import { StartupError } from '../lib/startup-error.ts';
 import { loadScaleProject } from './scale.ts';
 import { freePort } from '../test/support/ports.ts';
 
@@ -180,11 +181,12 @@ const APP_BODY = {
 
 async function main(): Promise<number> {
   const scratch = mkdtempSync(path.join(tmpdir(), 'pms-bench-'));
-  chmodSync(scratch, 0o755);
   let adminUrl = process.env.DATABASE_URL;
   let stopPostgres = async () => {};
   if (!adminUrl) {
-    const server = await startEmbedded({ dir: path.join(scratch, 'pg'), port: await freePort(), log, persistent: false });
+    const server = await startEmbedded({
+      dir: path.join(scratch, 'pg'), port: await freePort(), log, persistent: false, settings: { dir: 'TMPDIR', port: null },
+    });
     adminUrl = server.url('postgres');
     stopPostgres = server.stop;
   }
@@ -345,4 +347,9 @@ async function main(): Promise<number> {
   }
 }
 
-process.exit(await main());
+process.exit(await main().catch((err: unknown) => {
+  // The embedded PostgreSQL could not start: one line, no stack.
+  if (!(err instanceof StartupError)) throw err;
+  process.stderr.write(`bench: ${err.message}\n`);
+  return 1;
+}));

@@ -6,23 +6,28 @@
 //   npx autocannon -c 32 -d 10 -H "authorization=Bearer $KEY" "$BASE/v1/key"
 //   psql "$DATABASE" -c 'SELECT calls, total_exec_time, total_plan_time, query FROM pg_stat_statements ORDER BY 2 DESC LIMIT 10'
 // Extra node flags for the web and worker processes (e.g. --cpu-prof): SERVE_NODE_FLAGS.
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { selfSigned } from '../gateway/tls.ts';
 import { startEmbedded } from '../lib/embedded-db.ts';
 import { createLogger } from '../lib/log.ts';
+import { StartupError } from '../lib/startup-error.ts';
 import { procfileArgs } from '../lib/procfile.ts';
 import { Children } from './children.ts';
 import { freePort } from '../test/support/ports.ts';
 
 const log = createLogger('warn', 'bench-serve', 2);
 const scratch = mkdtempSync(path.join(tmpdir(), 'pms-serve-'));
-chmodSync(scratch, 0o755);
 const server = await startEmbedded({
-  dir: path.join(scratch, 'pg'), port: await freePort(), log, persistent: false,
+  dir: path.join(scratch, 'pg'), port: await freePort(), log, persistent: false, settings: { dir: 'TMPDIR', port: null },
   flags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all', '-c', 'pg_stat_statements.track_planning=on'],
+}).catch((err: unknown) => {
+  // The embedded PostgreSQL could not start: one line, no stack.
+  if (!(err instanceof StartupError)) throw err;
+  process.stderr.write(`bench:serve: ${err.message}\n`);
+  process.exit(1);
 });
 const databaseUrl = server.url('postgres');
 const admin = new pg.Client({ connectionString: databaseUrl });

@@ -1,12 +1,12 @@
 // What every entry point shares: config read once, a logger, the database, and shutdown on signal.
 import { readConfig, type Config } from '../lib/config.ts';
 import { openDatabase, type DatabaseHandle } from '../lib/database.ts';
-import { createLogger, errorFields, type Logger } from '../lib/log.ts';
+import { createLogger, errorFields, flushLog, type Logger } from '../lib/log.ts';
 import { StartupError } from '../lib/startup-error.ts';
 
 /** Asynchronous log lines still buffered would be lost to a bare process.exit. */
 function exit(log: Logger, code: number): void {
-  log.flush(() => process.exit(code));
+  flushLog(log, () => process.exit(code));
   setTimeout(() => process.exit(code), 1000).unref();
 }
 

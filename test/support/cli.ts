@@ -16,10 +16,25 @@ export interface CliOutcome {
 
 /** Runs the command line on the service's database; a run still going after `timeoutMs` is killed. */
 export function runWorkspace(service: TestService, args: string[], timeoutMs = 60_000): Promise<CliOutcome> {
+  return runNode(['bin/workspace.ts', ...args], { env: { ...process.env, DATABASE_URL: service.databaseUrl, LOG_LEVEL: 'warn' }, timeoutMs });
+}
+
+/** The environment of this test process without the test run's own variables (and DATABASE_URL). */
+export function serviceEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(env)) {
+    if (name === 'DATABASE_URL' || name.startsWith('TEST_') || name.startsWith('NODE_TEST')) delete env[name];
+  }
+  return { ...env, ...extra };
+}
+
+/** `node <args>` in `cwd` (default: this checkout) with `env`; a run still going after `timeoutMs` is killed. */
+export function runNode(args: string[], options: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number }): Promise<CliOutcome> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/workspace.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: service.databaseUrl, LOG_LEVEL: 'warn' },
+    const child = spawn(process.execPath, args, {
+      cwd: options.cwd ?? ROOT,
+      env: options.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -1,6 +1,6 @@
 // One PostgreSQL for the whole run: DATABASE_URL if given, else Testcontainers where a container
 // engine answers, else the embedded server. The run says which one it used.
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEmbedded } from '../../lib/embedded-db.ts';
@@ -41,10 +41,14 @@ export async function startTestPostgres(log: Logger): Promise<TestPostgres> {
     const container = await new PostgreSqlContainer(CONTAINER_IMAGE).withCommand(['postgres', ...THROWAWAY_FLAGS]).start();
     return { kind: 'Testcontainers', adminUrl: container.getConnectionUri(), stop: async () => { await container.stop(); } };
   }
+  // A private directory (0700) is fine: as root the server runs as the user postgres, which needs
+  // no path to its data (lib/embedded-pg.ts).
   const parent = mkdtempSync(path.join(tmpdir(), 'pms-test-'));
-  // As root the server runs as another user, which must be able to reach its data directory.
-  chmodSync(parent, 0o755);
   const dir = path.join(parent, 'pg');
-  const server = await startEmbedded({ dir, port: await freePort(), log, flags: THROWAWAY_FLAGS, persistent: false });
+  const server = await startEmbedded({
+    dir, port: await freePort(), log, flags: THROWAWAY_FLAGS, persistent: false,
+    // The port is a free one picked here; the directory is under TMPDIR.
+    settings: { dir: 'TMPDIR', port: null },
+  });
   return { kind: 'embedded', adminUrl: server.url('postgres'), stop: () => server.stop() };
 }
