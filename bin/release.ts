@@ -1,5 +1,6 @@
 // Procfile `release`: schema migrations, then pg-boss's schema, queues and schedules, then the
 // grants of the role web and worker connect as (lib/app-role.ts).
+import { backfillChains } from '../domain/audit-chain.ts';
 import { grantAppRole } from '../lib/app-role.ts';
 import { createPool } from '../lib/db.ts';
 import { migrateJobs } from '../lib/jobs.ts';
@@ -13,6 +14,8 @@ export async function release(config: Config, log: Logger, databaseUrl: string):
   const pool = createPool(config, log, databaseUrl, 1);
   try {
     await migrateSchema(pool, log);
+    const hashed = await backfillChains(pool);
+    if (hashed > 0) log.info({ projects: hashed }, 'audit trail hash chains of earlier events written');
     await migrateJobs(databaseUrl, log, JOB_QUEUES);
     await grantAppRole(pool, log);
   } finally {

@@ -3,23 +3,32 @@ import { isId } from '../lib/ids.ts';
 import { run } from '../lib/db.ts';
 import { errors } from './errors.ts';
 import { ok, pageOf, type DomainRequest } from './requests.ts';
+import type { Origin } from './jobs.ts';
 import type { Services } from './services.ts';
 
 const FEED_SIZE = 100;
 
-interface EventRow {
+/** An event as event_view reads it. */
+export interface EventRow {
   id: string;
   type_id: string;
   type_name: string;
   related_table: string;
   related_id: string;
-  origin: string;
+  origin: Origin;
   ip_address: string;
   details: unknown;
   created_at: number;
+  /** bigint: node-postgres reads it as a string. */
+  sequence: number | string;
+  actor_id: string | null;
+  hash: string | null;
 }
 
-function eventView(row: EventRow) {
+const ACTOR_TYPES = { api: 'key', workspace: 'workspace', system: 'system' } as const;
+
+/** The event object, as the API answers it and as its hash covers it (without `hash`). */
+export function eventView(row: EventRow) {
   return {
     id: row.id,
     object: 'event' as const,
@@ -29,6 +38,9 @@ function eventView(row: EventRow) {
     ip_address: row.ip_address,
     details: row.details,
     created_at: row.created_at,
+    sequence: Number(row.sequence),
+    actor: { type: ACTOR_TYPES[row.origin], id: row.origin === 'api' ? row.actor_id : null },
+    hash: row.hash,
   };
 }
 

@@ -19,6 +19,8 @@ export interface AuditJob {
   related_table: RelatedTable;
   related_id: string;
   origin: Origin;
+  /** The key that made an API change; null for the workspace and the service's own changes. */
+  actor_id: string | null;
   ip_address: string;
   /** Never a secret or a hash. `[]` when there is nothing to record. */
   details: Record<string, unknown> | [];

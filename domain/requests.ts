@@ -36,7 +36,7 @@ export interface DomainResult<Response = unknown> {
 export const ok = <Response>(response: Response, status = 200): DomainResult<Response> => ({ status, response });
 
 /** Who makes a change through the API, as its event records it. */
-export const apiActor = (req: DomainRequest): Actor => ({ origin: 'api', ip: req.ip });
+export const apiActor = (req: DomainRequest): Actor => ({ origin: 'api', ip: req.ip, keyId: req.caller.id });
 
 /**
  * What a pool thread hands back to the gateway: the `response` already serialised. A string

@@ -36,4 +36,6 @@ export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>):
 export interface Actor {
   origin: Origin;
   ip: string;
+  /** The key that made an API change. */
+  keyId?: string;
 }

@@ -12,7 +12,7 @@ let service: TestService;
 /** Every secret this file has seen, checked against the logs at the end. */
 const secrets = new Secrets();
 
-const EVENT_FIELDS = ['id', 'object', 'type', 'related', 'origin', 'ip_address', 'details', 'created_at'];
+const EVENT_FIELDS = ['id', 'object', 'type', 'related', 'origin', 'ip_address', 'details', 'created_at', 'sequence', 'actor', 'hash'];
 const EVENT_NOT_FOUND = envelope(404, MESSAGES.eventNotFound);
 
 before(async () => {
@@ -23,11 +23,11 @@ after(() => service.stop());
 const project = (name: string) => secrets.project(service, name);
 const createKey = (owner: TestProject, body: Record<string, unknown>) => secrets.key(service, owner.key, body);
 
-/** The project's events as SQL orders them: newest first, created_at desc then id desc. */
+/** The project's events as SQL orders them: newest first, created_at desc then sequence desc. */
 async function sqlFeed(projectId: string): Promise<Array<{ id: string; created_at: number }>> {
   const { rows } = await service.db.query(
     `SELECT id, extract(epoch FROM created_at)::bigint AS created_at FROM events
-     WHERE project_id = $1 ORDER BY created_at DESC, id DESC`, [projectId]);
+     WHERE project_id = $1 ORDER BY created_at DESC, sequence DESC`, [projectId]);
   return rows.map((r) => ({ id: r.id, created_at: Number(r.created_at) }));
 }
 
@@ -86,8 +86,10 @@ test('GET /v1/event lists the project\'s events as exact event objects, each rea
   // The key created through the API, in full.
   const [created] = byRelated(made.id, 'key.created');
   assert.ok(created, 'key.created for the API-made key is listed');
-  assert.deepEqual({ ...created, id: undefined }, {
+  assert.deepEqual({ ...created, id: undefined, sequence: undefined, hash: undefined }, {
     id: undefined,
+    sequence: undefined,
+    hash: undefined,
     object: 'event',
     type: { id: types.get('key.created'), name: 'key.created' },
     related: { table: 'key', id: made.id },
@@ -95,7 +97,11 @@ test('GET /v1/event lists the project\'s events as exact event objects, each rea
     ip_address: '127.0.0.1',
     details: { name: 'Shape key', scope: ['key:read', 'event:read'], expires_at: 4_102_444_800 },
     created_at: Number(keyRow.created_at),
+    actor: { type: 'key', id: p.keyId },
   });
+  // Numbered 1 to 4 without gaps; the workspace's changes are attributed to it.
+  assert.deepEqual(feed.data.map((e: any) => e.sequence).sort(), [1, 2, 3, 4]);
+  assert.deepEqual(feed.data.find((e: any) => e.type.name === 'project.created').actor, { type: 'workspace', id: null });
   // The workspace-made project and its first key.
   const [projectCreated] = byRelated(p.projectId, 'project.created');
   assert.equal(projectCreated.origin, 'workspace');
@@ -116,23 +122,25 @@ test('GET /v1/event lists the project\'s events as exact event objects, each rea
   assert.ok(!reply.text.includes(made.key) && !reply.text.includes(other.key) && !reply.text.includes(p.key));
 });
 
-test('the feed is newest first: created_at descending, then id descending', async () => {
+test('the feed is newest first: created_at descending, then sequence descending', async () => {
   const p = await project('Feed order');
   for (let i = 0; i < 4; i += 1) await createKey(p, { name: `Order ${i}` });
   await service.waitForEvents(p.projectId, 6);
   await service.waitForJobsDrained();
 
   // Back-date with SQL so that the order by time differs from both id order and insertion order,
-  // with one tie that the id must break.
-  const { rows } = await service.db.query('SELECT id FROM events WHERE project_id = $1 ORDER BY id', [p.projectId]);
+  // with one tie that the sequence (the order the events were written) must break.
+  const { rows } = await service.db.query('SELECT id, sequence::int AS sequence FROM events WHERE project_id = $1 ORDER BY id', [p.projectId]);
   const ids: string[] = rows.map((r) => r.id);
+  const sequences: number[] = rows.map((r) => r.sequence);
   assert.equal(ids.length, 6);
   const base = nowSeconds() - 1000;
   const offsets = [10, 50, 30, 30, 40, 20];
   for (const [i, id] of ids.entries()) {
     await service.db.query('UPDATE events SET created_at = to_timestamp($2) WHERE id = $1', [id, base - offsets[i]!]);
   }
-  const expected = [ids[0], ids[5], ids[3], ids[2], ids[4], ids[1]];
+  const tie = sequences[2]! > sequences[3]! ? [ids[2], ids[3]] : [ids[3], ids[2]];
+  const expected = [ids[0], ids[5], ...tie, ids[4], ids[1]];
 
   const reply = await service.request('GET', '/v1/event', { key: p.key });
   assert.equal(reply.status, 200, reply.text);

@@ -42,6 +42,9 @@ interface EventRow {
   ip_address: string;
   details: unknown;
   created_at: number;
+  sequence: number;
+  actor_id: string | null;
+  hash: string;
   raw: string;
 }
 
@@ -49,7 +52,8 @@ interface EventRow {
 async function eventsOf(relatedId: string): Promise<EventRow[]> {
   const { rows } = await service.db.query(
     `SELECT e.id, e.project_id, t.id AS type_id, t.name AS type_name, e.related_table, e.related_id, e.origin,
-            e.ip_address, e.details, extract(epoch FROM e.created_at)::bigint AS created_at, row_to_json(e)::text AS raw
+            e.ip_address, e.details, extract(epoch FROM e.created_at)::bigint AS created_at, e.sequence::int AS sequence,
+            e.actor_id, e.hash, row_to_json(e)::text AS raw
      FROM events e JOIN event_types t ON t.id = e.type_id
      WHERE e.related_id = $1 ORDER BY e.created_at, e.id`, [relatedId]);
   return rows.map((r) => ({ ...r, created_at: Number(r.created_at) }));
@@ -77,6 +81,8 @@ function unixOf(value: Date): number {
  */
 async function expectOneEvent(relatedId: string, expected: {
   type: string; projectId: string; table: string; origin: string; ip: string; details: unknown; createdAt: number; readWith?: string;
+  /** The key that made an API change. */
+  actorKey?: string;
 }): Promise<EventRow> {
   await service.waitForJobsDrained();
   const all = await eventsOf(relatedId);
@@ -91,6 +97,9 @@ async function expectOneEvent(relatedId: string, expected: {
   assert.equal(event.ip_address, expected.ip);
   assert.deepEqual(event.details, expected.details);
   assert.equal(event.created_at, expected.createdAt);
+  assert.equal(event.actor_id, expected.origin === 'api' ? expected.actorKey : null);
+  assert.ok(Number.isInteger(event.sequence) && event.sequence >= 1);
+  assert.match(event.hash, /^[0-9a-f]{64}$/);
   secrets.assertNoneIn(event.raw, `the ${expected.type} event row`);
 
   if (expected.readWith) {
@@ -108,6 +117,9 @@ async function expectOneEvent(relatedId: string, expected: {
         ip_address: expected.ip,
         details: expected.details,
         created_at: expected.createdAt,
+        sequence: event.sequence,
+        actor: expected.origin === 'api' ? { type: 'key', id: expected.actorKey } : { type: expected.origin, id: null },
+        hash: event.hash,
       },
     });
     secrets.assertNoneIn(reply.text, `GET /v1/event/${event.id}`);
@@ -145,10 +157,12 @@ test('POST /v1/key records one key.created with origin api, the caller\'s addres
   await expectOneEvent(made.id, {
     type: 'key.created', projectId: p.projectId, table: 'key', origin: 'api', ip: '127.0.0.1',
     details: { name: 'Recorded key', scope: ['key:read', 'event:read'], expires_at: expiresAt }, createdAt: made.object.created_at, readWith: p.key,
+    actorKey: p.keyId,
   });
   await expectOneEvent(never.id, {
     type: 'key.created', projectId: p.projectId, table: 'key', origin: 'api', ip: '127.0.0.1',
     details: { name: 'Never expires', scope: ['app:*'], expires_at: null }, createdAt: never.object.created_at, readWith: made.key,
+    actorKey: p.keyId,
   });
   assert.equal((await eventsOf(made.id)).length, 1);
   assert.equal((await eventsOf(never.id)).length, 1);
@@ -186,6 +200,7 @@ test('DELETE /v1/key/<id> records one key.revoked; revoking again records nothin
   await expectOneEvent(doomed.id, {
     type: 'key.revoked', projectId: p.projectId, table: 'key', origin: 'api', ip: '127.0.0.1',
     details: { name: 'To revoke' }, createdAt: unixOf(row.updated_at), readWith: p.key,
+    actorKey: p.keyId,
   });
   const again = await service.request('DELETE', `/v1/key/${doomed.id}`, { key: p.key });
   assert.equal(again.status, 404, again.text);
@@ -316,6 +331,7 @@ test('the audit writer is idempotent: one job written twice is one event and one
     related_table: 'key',
     related_id: newId('papi'),
     origin: 'api',
+    actor_id: p.keyId,
     ip_address: '127.0.0.1',
     details: { name: 'twice' },
     created_at: nowSeconds() - 60,

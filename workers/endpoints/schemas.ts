@@ -111,6 +111,20 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     ip_address: { type: 'string' },
     details: { type: ['object', 'array'], description: 'Extra context; an empty array when there is none. Never a secret.' },
     created_at: unixSeconds,
+    sequence: { type: 'integer', minimum: 1, description: "The project's running number of the event, from 1, no gaps." },
+    actor: {
+      description: 'Who made the change: the key of an API call, the workspace, or the service itself.',
+      oneOf: [
+        object({ type: { const: 'key' }, id: nullable(id('papi')) }),
+        object({ type: { const: 'workspace' }, id: { type: 'null' } }),
+        object({ type: { const: 'system' }, id: { type: 'null' } }),
+      ],
+    },
+    hash: {
+      type: 'string',
+      pattern: '^[0-9a-f]{64}$',
+      description: "Hex SHA-256 of the previous event's hash (64 zeros for sequence 1) followed by this event's RFC 8785 JSON without `hash`.",
+    },
   }),
 };
 

@@ -1,0 +1,75 @@
+// The audit trail's hash chain (README, "The audit trail"): each event's `hash` is the hex SHA-256
+// over the UTF-8 bytes of the previous event's hash in the project's sequence (64 zeros before
+// the first) immediately followed by the RFC 8785 canonical JSON of the event object as the API
+// answers it, without its `hash` member.
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type pg from 'pg';
+import { run, withTransaction } from '../lib/db.ts';
+import { eventView, type EventRow } from './events.ts';
+
+export const GENESIS_HASH = '0'.repeat(64);
+/** Events read per round trip when a whole chain is walked. */
+const CHAIN_PAGE = 1000;
+
+export function chainHash(previousHash: string, event: ReturnType<typeof eventView>): string {
+  const { hash: _hash, ...hashed } = event;
+  return createHash('sha256').update(previousHash + canonicalize(hashed), 'utf8').digest('hex');
+}
+
+/** Every event of a project in sequence order, a page per round trip. */
+async function* chainOf(db: pg.Pool | pg.PoolClient, projectId: string): AsyncGenerator<EventRow> {
+  let after = 0;
+  for (;;) {
+    const rows = await run<EventRow>(db, 'event_chain_page', [projectId, after, CHAIN_PAGE]);
+    yield* rows;
+    if (rows.length < CHAIN_PAGE) return;
+    after = Number(rows.at(-1)!.sequence);
+  }
+}
+
+export type Verdict =
+  | { events: number; verified: true }
+  | { events: number; verified: false; sequence: number; reason: string };
+
+/** Recomputes a project's whole chain from its stored events; names the first sequence that breaks. */
+export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Verdict> {
+  let previous = GENESIS_HASH;
+  let expected = 1;
+  for await (const row of chainOf(pool, projectId)) {
+    const event = eventView(row);
+    if (event.sequence !== expected) return { events: expected - 1, verified: false, sequence: expected, reason: `sequence ${expected} is missing` };
+    const hash = chainHash(previous, event);
+    if (event.hash !== hash) return { events: expected - 1, verified: false, sequence: expected, reason: 'its hash does not match its content and the previous hash' };
+    previous = hash;
+    expected++;
+  }
+  return { events: expected - 1, verified: true };
+}
+
+/**
+ * Release step: hashes the events written before the chain existed (migration 0006 numbered them),
+ * project by project under the chain head's lock, before any process writes another.
+ */
+export async function backfillChains(pool: pg.Pool): Promise<number> {
+  const projects = await run<{ project_id: string }>(pool, 'event_chain_unhashed', []);
+  for (const { project_id: projectId } of projects) {
+    await withTransaction(pool, async (client) => {
+      await run(client, 'event_chain_lock', [[projectId]]);
+      let previous = GENESIS_HASH;
+      const ids: string[] = [];
+      const hashes: string[] = [];
+      for await (const row of chainOf(client, projectId)) {
+        const hash = chainHash(previous, eventView(row));
+        if (row.hash === null) {
+          ids.push(row.id);
+          hashes.push(hash);
+        }
+        previous = hash;
+      }
+      await run(client, 'event_hash_set', [ids, hashes]);
+      await run(client, 'event_chain_head_set', [projectId, previous]);
+    });
+  }
+  return projects.length;
+}

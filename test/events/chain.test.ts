@@ -1,0 +1,126 @@
+// The audit trail in order, attributed and verifiable (README, "The audit trail"): each project's
+// events are numbered 1, 2, 3 … without gaps or repeats in the order the audit writer commits
+// them, also when writers race; each names its actor; each chains the previous event's hash, so
+// a client can verify the whole trail from the API's own answers, and an edit is caught.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import canonicalize from 'canonicalize';
+import { backfillChains, GENESIS_HASH, verifyChain } from '../../domain/audit-chain.ts';
+import { writeEvents } from '../../domain/audit.ts';
+import type { AuditJob } from '../../domain/jobs.ts';
+import { newId } from '../../lib/ids.ts';
+import { TestService, type TestProject } from '../support/service.ts';
+import { Secrets } from '../support/secrets.ts';
+
+const secrets = new Secrets();
+
+let service: TestService;
+
+before(async () => {
+  service = await TestService.start();
+});
+after(() => service.stop());
+
+const project = (name: string) => secrets.project(service, name);
+
+async function sequences(projectId: string): Promise<number[]> {
+  const { rows } = await service.db.query('SELECT sequence::int AS s FROM events WHERE project_id = $1 ORDER BY sequence', [projectId]);
+  return rows.map((r) => r.s);
+}
+
+function job(p: TestProject, name: string, createdAt = Math.floor(Date.now() / 1000)): AuditJob {
+  return {
+    id: newId('evnt'), project_id: p.projectId, type: 'key.created', related_table: 'key', related_id: newId('papi'),
+    origin: 'api', actor_id: p.keyId, ip_address: '127.0.0.1', details: { name, scope: ['*'], expires_at: null }, created_at: createdAt,
+  };
+}
+
+/** A client's own check, as README "The audit trail" tells it: ten lines over GET /v1/event. */
+function clientVerifies(events: Array<Record<string, any>>): boolean {
+  let previous = '0'.repeat(64);
+  for (const event of [...events].sort((a, b) => a.sequence - b.sequence)) {
+    const { hash, ...rest } = event;
+    const expected = createHash('sha256').update(previous + canonicalize(rest), 'utf8').digest('hex');
+    if (hash !== expected) return false;
+    previous = hash;
+  }
+  return true;
+}
+
+test('a project\'s events are numbered 1..n without gaps, in the order of its changes, and the API\'s own answers verify', async () => {
+  const p = await project('Ordered');
+  const made = await secrets.key(service, p.key, { name: 'made then revoked', scope: ['key:read'] });
+  const del = await service.request('DELETE', `/v1/key/${made.id}`, { key: p.key });
+  assert.equal(del.status, 200, del.text);
+  await service.waitForEvents(p.projectId, 4);
+  await service.waitForJobsDrained();
+  assert.deepEqual(await sequences(p.projectId), [1, 2, 3, 4]);
+
+  const feed = (await service.request('GET', '/v1/event', { key: p.key })).body.response;
+  // Newest first; within one second the order the changes happened: revoked above created.
+  assert.deepEqual(feed.data.slice(0, 2).map((e: any) => [e.sequence, e.type.name, e.related.id]),
+    [[4, 'key.revoked', made.id], [3, 'key.created', made.id]]);
+  // The project and its first key are one change: its two events are 1 and 2.
+  assert.deepEqual(feed.data.slice(2).map((e: any) => e.sequence), [2, 1]);
+  assert.deepEqual(feed.data.map((e: any) => e.actor), [
+    { type: 'key', id: p.keyId }, { type: 'key', id: p.keyId }, { type: 'workspace', id: null }, { type: 'workspace', id: null },
+  ]);
+  assert.equal(feed.data.at(-1).hash, createHash('sha256')
+    .update(GENESIS_HASH + canonicalize({ ...feed.data.at(-1), hash: undefined }), 'utf8').digest('hex'));
+  assert.ok(clientVerifies(feed.data), 'the chain verifies from the API\'s answers alone');
+  assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 4, verified: true });
+});
+
+test('writers racing on one project number its events without gaps or repeats, and the chain holds', async () => {
+  const p = await project('Raced');
+  await service.waitForEvents(p.projectId, 2);
+  await service.waitForJobsDrained();
+  const batches = Array.from({ length: 8 }, (_, b) => Array.from({ length: 5 }, (_, i) => job(p, `raced ${b}-${i}`)));
+  // One job in two batches at once: written once, numbered once.
+  batches[1]!.push(batches[0]![0]!);
+  const written = await Promise.all(batches.map((batch) => writeEvents(service.db, batch)));
+  assert.equal(written.reduce((a, b) => a + b, 0), 40);
+  assert.deepEqual(await sequences(p.projectId), Array.from({ length: 42 }, (_, i) => i + 1));
+  assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 42, verified: true });
+  const { rows: [head] } = await service.db.query('SELECT total::int AS total FROM project_event_counts WHERE project_id = $1', [p.projectId]);
+  assert.equal(head.total, 42, 'the feed\'s total is the last sequence');
+});
+
+test('expiry is attributed to the system', async () => {
+  const p = await project('Expired');
+  const doomed = await secrets.key(service, p.key, { name: 'doomed', scope: ['key:read'], expires_at: Math.floor(Date.now() / 1000) + 3600 });
+  await service.db.query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", [doomed.id]);
+  const { expireDueKeys } = await import('../../domain/keys.ts');
+  await expireDueKeys(service.services);
+  await service.waitForEvents(p.projectId, 4);
+  await service.waitForJobsDrained();
+  const feed = (await service.request('GET', '/v1/event', { key: p.key })).body.response;
+  const expired = feed.data.find((e: any) => e.type.name === 'key.expired');
+  assert.deepEqual([expired.origin, expired.actor], ['system', { type: 'system', id: null }]);
+});
+
+test('an event edited in the database breaks the chain at its sequence', async () => {
+  const p = await project('Tampered');
+  for (let i = 0; i < 3; i++) await secrets.key(service, p.key, { name: `key ${i}`, scope: ['key:read'] });
+  await service.waitForEvents(p.projectId, 5);
+  await service.waitForJobsDrained();
+  assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 5, verified: true });
+  await service.db.query(`UPDATE events SET details = '{"name":"someone else"}' WHERE project_id = $1 AND sequence = 3`, [p.projectId]);
+  assert.deepEqual(await verifyChain(service.db, p.projectId),
+    { events: 2, verified: false, sequence: 3, reason: 'its hash does not match its content and the previous hash' });
+  await service.db.query('DELETE FROM events WHERE project_id = $1 AND sequence = 3', [p.projectId]);
+  assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 2, verified: false, sequence: 3, reason: 'sequence 3 is missing' });
+});
+
+test('release hashes the events written before the chain existed, and the writer carries on from them', async () => {
+  const p = await project('Legacy');
+  await service.waitForEvents(p.projectId, 2);
+  await service.waitForJobsDrained();
+  await service.db.query('UPDATE events SET hash = NULL WHERE project_id = $1', [p.projectId]);
+  await service.db.query('UPDATE project_event_counts SET last_hash = NULL WHERE project_id = $1', [p.projectId]);
+  await assert.rejects(writeEvents(service.db, [job(p, 'too early')]), /not yet hashed/);
+  assert.ok(await backfillChains(service.db) >= 1);
+  assert.equal(await writeEvents(service.db, [job(p, 'after the backfill')]), 1);
+  assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 3, verified: true });
+});
