@@ -7,6 +7,7 @@
 //   const client = new Client({ baseUrl: 'https://127.0.0.1:8443', apiKey, ca: readFileSync('.data/tls/cert.pem') });
 //   const key = await client.keys.create({ name: 'ci', scope: ['key:read'] });
 //   for await (const app of client.apps.iterate()) console.log(app.name);
+import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { EndpointName, EndpointResponse } from '../workers/endpoints/registry.ts';
 
@@ -39,6 +40,7 @@ export const ROUTES: Readonly<Record<EndpointName, { method: Method; path: strin
   appUpdate: { method: 'PATCH', path: '/v1/app/detail/{app_id}' },
   appDelete: { method: 'DELETE', path: '/v1/app/detail/{app_id}' },
   eventList: { method: 'GET', path: '/v1/event' },
+  eventStream: { method: 'GET', path: '/v1/event/stream' },
   eventGet: { method: 'GET', path: '/v1/event/{event_id}' },
 };
 
@@ -94,9 +96,45 @@ export interface NewApp {
   type?: 'private' | 'public';
 }
 export interface AppEdit { name?: string; description?: string; type?: 'private' | 'public' }
+export interface FollowOptions {
+  /** Resume after this sequence (0: from the first event). */
+  after?: number;
+  /** Only these event type names. */
+  types?: string[];
+  /** Only the events of changes made with this key. */
+  actor?: string;
+  signal?: AbortSignal;
+  /** Milliseconds to wait before reconnecting a dropped stream (default 1,000). */
+  retryMs?: number;
+}
 export interface Paging { limit?: number; offset?: number }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_RETRY_MS = 1000;
+
+/** The messages of a text/event-stream body (the WHATWG rules this service's streams use). */
+async function* serverSentEvents(body: AsyncIterable<Buffer | string>): AsyncGenerator<{ id?: string; event?: string; data?: string }> {
+  let buffered = '';
+  let message: { id?: string; event?: string; data?: string } = {};
+  for await (const chunk of body) {
+    buffered += chunk.toString();
+    let newline: number;
+    while ((newline = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, newline).replace(/\r$/, '');
+      buffered = buffered.slice(newline + 1);
+      if (line === '') {
+        if (message.data !== undefined || message.id !== undefined) yield message;
+        message = {};
+      } else if (!line.startsWith(':')) {
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'data') message.data = message.data === undefined ? value : `${message.data}\n${value}`;
+        else if (field === 'id' || field === 'event') message[field] = value;
+      }
+    }
+  }
+}
 const PAGE_SIZE = 100;
 
 export class Client {
@@ -125,6 +163,12 @@ export class Client {
     /** The newest 100 events and the total (the contract gives this list no paging). */
     list: () => this.call('eventList'),
     get: (eventId: string) => this.call('eventGet', { params: { event_id: eventId } }),
+    /**
+     * Follows the trail live (GET /v1/event/stream): every event after `after` (or, without it,
+     * those recorded from now on), in sequence order, reconnecting with Last-Event-ID whenever the
+     * stream drops, until `signal` aborts. Failures before a stream starts throw ApiError.
+     */
+    follow: (options: FollowOptions = {}) => this.follow(options),
   };
 
   constructor(options: ClientOptions) {
@@ -148,6 +192,54 @@ export class Client {
     const url = new URL(path, this.options.baseUrl);
     for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     return await this.send(route.method, url, call) as EndpointResponse<N>;
+  }
+
+  private async *follow(options: FollowOptions): AsyncGenerator<Event> {
+    let after = options.after;
+    const retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
+    while (!options.signal?.aborted) {
+      const url = new URL(ROUTES.eventStream.path, this.options.baseUrl);
+      for (const type of options.types ?? []) url.searchParams.append('type', type);
+      if (options.actor) url.searchParams.set('actor', options.actor);
+      const res = await this.openStream(url, after, options.signal).catch((err: unknown) => {
+        if (err instanceof ApiError && err.status !== 503) throw err;
+        return undefined;
+      });
+      if (res) {
+        try {
+          for await (const message of serverSentEvents(res)) {
+            if (message.id !== undefined) after = Number(message.id);
+            if (message.data !== undefined) yield JSON.parse(message.data) as Event;
+          }
+        } catch {
+          // Dropped: reconnect from the last id.
+        }
+      }
+      if (options.signal?.aborted) return;
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+    }
+  }
+
+  private openStream(url: URL, after: number | undefined, signal: AbortSignal | undefined): Promise<IncomingMessage> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'text/event-stream' };
+    if (after !== undefined) headers['last-event-id'] = String(after);
+    return new Promise((resolve, reject) => {
+      const req = https.request(url, { method: 'GET', headers, agent: this.agent, ...(signal ? { signal } : {}) }, (res) => {
+        if (res.statusCode === 200) return resolve(res);
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          try {
+            const envelope = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+            reject(new ApiError({ code: envelope.code, title: envelope.title, message: String(envelope.response), status: res.statusCode ?? 0, requestId: res.headers['x-request-id'] as string | undefined }));
+          } catch (err) {
+            reject(err);
+          }
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
   }
 
   private async *iterate<T>(page: (paging: Required<Paging>) => Promise<Page<T>>, pageSize: number): AsyncGenerator<T> {

@@ -73,6 +73,8 @@ export const errors = {
   revokeCurrent: fail(422, 'Cannot revoke the API key currently in use.'),
 
   eventNotFound: fail(404, 'Event not found.'),
+  streamAfter: fail(422, 'after must be a non-negative integer.'),
+  streamUnknownType: (name: string) => new ApiError(422, `Unknown event type: ${name}.`),
 
   appNotFound: fail(404, 'App not found.'),
   planNoCustomApps: fail(402, 'The current billing plan does not allow custom app creation for this project.'),

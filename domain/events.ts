@@ -3,7 +3,7 @@ import { isId } from '../lib/ids.ts';
 import { run } from '../lib/db.ts';
 import { errors } from './errors.ts';
 import { ok, pageOf, type DomainRequest } from './requests.ts';
-import type { Origin } from './jobs.ts';
+import { EVENT_TYPES, type Origin } from './jobs.ts';
 import type { Services } from './services.ts';
 
 const FEED_SIZE = 100;
@@ -55,4 +55,32 @@ export async function getEvent(services: Services, req: DomainRequest) {
   const [row] = await run<EventRow>(services.pool, 'event_find', [id, req.caller.project_id]);
   if (!row) throw errors.eventNotFound();
   return ok(eventView(row));
+}
+
+/** What a client asks of GET /v1/event/stream (decisions.md, "Events"). */
+export interface StreamQuery {
+  /** Events after this sequence; null: those recorded after the stream opens. */
+  after: number | null;
+  /** Only these type names; null: all. */
+  types: string[] | null;
+  /** Only events of these keys; null: all. */
+  actors: string[] | null;
+}
+
+const SEQUENCE = /^\d{1,15}$/;
+const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
+const all = (value: string | string[] | undefined) => (value === undefined ? [] : [value].flat());
+
+/** The stream's query, checked before any stream starts; Last-Event-ID (a reconnect) wins over ?after. */
+export function parseStreamQuery(query: DomainRequest['query'], lastEventId: string | undefined): StreamQuery {
+  const afterValues = lastEventId !== undefined ? [lastEventId] : all(query.after);
+  if (afterValues.length > 1 || (afterValues.length === 1 && !SEQUENCE.test(afterValues[0]!))) throw errors.streamAfter();
+  const types = all(query.type);
+  for (const name of types) if (!KNOWN_TYPES.has(name)) throw errors.streamUnknownType(name);
+  const actors = all(query.actor);
+  return {
+    after: afterValues.length === 1 ? Number(afterValues[0]) : null,
+    types: types.length ? [...new Set(types)] : null,
+    actors: actors.length ? [...new Set(actors)] : null,
+  };
 }

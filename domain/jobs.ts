@@ -4,11 +4,15 @@
 /** Where a change came from (decisions.md, "Events"). */
 export type Origin = 'api' | 'workspace' | 'system';
 
-export type EventType =
-  | 'key.created' | 'key.revoked' | 'key.expired'
-  | 'app.created' | 'app.updated' | 'app.published' | 'app.unpublished' | 'app.activated'
-  | 'app.logo_changed' | 'app.deleted'
-  | 'project.created' | 'project.disabled' | 'consumer.disabled' | 'plan.changed';
+/** Every event type, as the seed migration names them. */
+export const EVENT_TYPES = [
+  'key.created', 'key.revoked', 'key.expired',
+  'app.created', 'app.updated', 'app.published', 'app.unpublished', 'app.activated', 'app.logo_changed', 'app.deleted',
+  'project.created', 'project.disabled', 'consumer.disabled', 'plan.changed',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
 
 export type RelatedTable = 'key' | 'app' | 'file' | 'membership' | 'project' | 'consumer';
 

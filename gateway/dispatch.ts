@@ -6,6 +6,7 @@ import type { DomainRequest, SerializedResult } from '../domain/requests.ts';
 import type { Config } from '../lib/config.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import type { PoolTask, PoolWorkerData } from '../workers/pool/task.ts';
+import type { EventStreams } from './event-streams.ts';
 import type { Endpoint } from '../workers/endpoints/endpoint.ts';
 import type { PoolEndpointName } from '../workers/endpoints/registry.ts';
 import { sendEnvelope, sendError, sendSerializedEnvelope } from './envelope.ts';
@@ -49,12 +50,42 @@ function domainRequest(req: GatewayRequest): DomainRequest {
   };
 }
 
+/** What the last step of a route needs: the pool and its queue bound, the event streams, a logger. */
+export interface Runners {
+  pool: WorkerPool;
+  maxQueued: number;
+  streams: EventStreams;
+  log: Logger;
+}
+
 /** The last step of an endpoint's route: its handler, where the registry says it runs. */
-export function serveEndpoint(pool: WorkerPool, maxQueued: number, name: string, endpoint: Endpoint, log: Logger): Handler {
+export function serveEndpoint({ pool, maxQueued, streams, log }: Runners, name: string, endpoint: Endpoint): Handler {
   if (endpoint.runs === 'reserved') {
     return function answerNotImplemented(_req, res, next) {
       sendError(res, errors.notImplemented());
       next(false);
+    };
+  }
+  if (endpoint.runs === 'stream') {
+    return function openStream(req, res, next) {
+      let query;
+      try {
+        query = endpoint.parse(domainRequest(req), { 'last-event-id': req.headers['last-event-id'] as string | undefined });
+      } catch (err) {
+        sendError(res, err as ApiError);
+        return next(false);
+      }
+      if (streams.full) {
+        log.warn({ requestId: req.requestId }, 'event streams full, refusing another');
+        sendError(res, errors.unavailable());
+        return next(false);
+      }
+      // restify answers 500 for a chain that ends before its response has begun: next comes after the head.
+      streams.open(req, res, query).catch((err: unknown) => {
+        log.warn({ requestId: req.requestId, err: errorFields(err) }, 'event stream could not open');
+        if (res.headersSent) res.destroy();
+        else sendError(res, errors.unavailable());
+      }).finally(() => next(false));
     };
   }
   return function runEndpoint(req, res, next) {

@@ -71,7 +71,10 @@ function parameters(endpoint: Endpoint): object[] {
   const query = Object.entries(endpoint.request?.query ?? {}).map(([name, schema]) => ({
     name, in: 'query', required: false, ...(typeof schema.description === 'string' ? { description: schema.description } : {}), schema,
   }));
-  return [...params, ...query];
+  const headers = Object.entries(endpoint.runs === 'stream' ? endpoint.headers : {}).map(([name, schema]) => ({
+    name, in: 'header', required: false, ...(typeof schema.description === 'string' ? { description: schema.description } : {}), schema,
+  }));
+  return [...params, ...query, ...headers];
 }
 
 /** Which failures of one status a shared response of components.responses stands for. */
@@ -81,7 +84,12 @@ function operation(name: string, endpoint: Endpoint, shared: Map<string, string>
   const byStatus = new Map<number, Failures>();
   for (const doc of [...endpoint.errors, ...sharedFailures(endpoint)]) add(byStatus, doc);
   const responses: Record<string, object> = {};
-  if (endpoint.runs !== 'reserved') {
+  if (endpoint.runs === 'stream') {
+    responses[endpoint.success.status] = {
+      description: endpoint.success.description,
+      content: { 'text/event-stream': { schema: { type: 'string', description: 'id: <sequence>, event: <type name>, data: an Event as one line of JSON' } } },
+    };
+  } else if (endpoint.runs !== 'reserved') {
     responses[endpoint.success.status] = jsonResponse(endpoint.success.status, envelope(endpoint.success.status, endpoint.success.schema));
   }
   for (const status of [...byStatus.keys()].sort((a, b) => a - b)) {

@@ -11,6 +11,7 @@ import { bodyLimit } from './body-limit.ts';
 import { answerClientErrors } from './client-errors.ts';
 import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, serveEndpoint } from './dispatch.ts';
+import { EventStreams } from './event-streams.ts';
 import { allEndpoints } from '../workers/endpoints/registry.ts';
 import { sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
@@ -114,11 +115,12 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, log, config.authRefusalsPerMinute));
   for (const handler of pre) server.pre(handler as never);
 
+  const streams = new EventStreams(pool, databaseUrl, config, log);
+  const runners = { pool: workers, maxQueued: config.maxQueuedTasks, streams, log };
   // The router, derived from the endpoint registry: each endpoint's scope check, then its handler.
   for (const [name, endpoint] of allEndpoints()) {
     const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[endpoint.method];
-    register.call(server, routerPath(endpoint.path),
-      requireScope(endpoint.scope) as never, serveEndpoint(workers, config.maxQueuedTasks, name, endpoint, log) as never);
+    register.call(server, routerPath(endpoint.path), requireScope(endpoint.scope) as never, serveEndpoint(runners, name, endpoint) as never);
   }
   for (const [path, handler] of Object.entries(health(pool))) server.get(path, handler as never);
   server.get('/openapi.json', serveOpenApi() as never);
@@ -160,6 +162,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     httpPort,
     async stop() {
       stopping = true;
+      await streams.stop();
       const closed = Promise.all([
         new Promise<void>((resolve) => server.close(() => resolve())),
         new Promise<void>((resolve) => redirect.close(() => resolve())),

@@ -28,6 +28,12 @@ export interface Config {
   maxPipelinedRequests: number;
   /** Refused authentications one client address may cause per minute before 429 (0: no bound). */
   authRefusalsPerMinute: number;
+  /** Event streams one web process holds at once; past it, 503. */
+  maxEventStreams: number;
+  /** Bytes a stream's reader may leave unread before the stream is closed (it resumes by its last id). */
+  eventStreamBacklogBytes: number;
+  /** How often a stream carries a comment line, so proxies keep the connection. */
+  eventStreamHeartbeatMs: number;
   logLevel: string;
   /** Append logs to this file instead of stdout. */
   logFile: string | undefined;
@@ -95,6 +101,12 @@ export function readConfig(env = process.env): Config {
     // An honest client with a bad key stops after a few refusals; a guesser at thousands a second
     // is held to one database lookup per second or so after its first 60.
     authRefusalsPerMinute: int(env, 'AUTH_REFUSALS_PER_MINUTE', 60),
+    // A stream costs a socket and a few kB; 2,000 leave room under MAX_CONNECTIONS for requests.
+    maxEventStreams: int(env, 'MAX_EVENT_STREAMS', 2000),
+    // About 1,000 events: a reader that far behind is better served resuming from its last id.
+    eventStreamBacklogBytes: Math.max(1, int(env, 'EVENT_STREAM_BACKLOG_BYTES', 1_048_576)),
+    // Proxies commonly drop a connection silent for 30-60 s.
+    eventStreamHeartbeatMs: Math.max(1, int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000)),
     logLevel: env.LOG_LEVEL || 'info',
     logFile: env.LOG_FILE || undefined,
     // Two cores here: one thread beside the main thread keeps both busy; a second thread measured

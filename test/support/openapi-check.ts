@@ -77,3 +77,9 @@ export function checkReplyAgainstDocument(method: string, pathAndQuery: string, 
     assert.fail(`${what}: the body does not match the document: ${ajv.errorsText(validate.errors)}; body: ${reply.text.slice(0, 500)}`);
   }
 }
+
+/** A value checked against one of the document's schemas (components.schemas), e.g. an Event from a stream. */
+export function checkAgainstSchema(name: string, value: unknown, what: string): void {
+  const validate = validatorFor(pointer('components', 'schemas', name));
+  if (!validate(value)) assert.fail(`${what}: not a valid ${name}: ${ajv.errorsText(validate.errors)}; value: ${JSON.stringify(value).slice(0, 500)}`);
+}

@@ -1,6 +1,7 @@
 // What an endpoint is: one typed declaration from which the router, the scope check, the pool
 // thread's lookup and the OpenAPI document are all derived (registry.ts).
 import type { ApiError } from '../../domain/errors.ts';
+import type { StreamQuery } from '../../domain/events.ts';
 import type { DomainRequest, DomainResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
 
@@ -53,7 +54,19 @@ export interface ReservedEndpoint extends Declaration {
   runs: 'reserved';
 }
 
-export type Endpoint = PoolEndpoint<any> | InlineEndpoint<any> | ReservedEndpoint;
+/**
+ * A stream of Server-Sent Events, held open by the gateway (gateway/event-streams.ts): `parse`
+ * checks the request before any stream starts, so its failures answer in the envelope.
+ */
+export interface StreamEndpoint extends Declaration {
+  runs: 'stream';
+  /** Headers the endpoint reads, for the OpenAPI document. */
+  headers: Record<string, JsonSchema>;
+  success: { status: 200; description: string };
+  parse: (req: DomainRequest, headers: Record<string, string | undefined>) => StreamQuery;
+}
+
+export type Endpoint = PoolEndpoint<any> | InlineEndpoint<any> | ReservedEndpoint | StreamEndpoint;
 
 /** The success response of an endpoint, as its handler's type says. */
 export type ResponseOf<E> =

@@ -9,6 +9,7 @@ import { appUpdate } from './app-update.ts';
 import type { Endpoint, PoolEndpoint, ResponseOf } from './endpoint.ts';
 import { eventGet } from './event-get.ts';
 import { eventList } from './event-list.ts';
+import { eventStream } from './event-stream.ts';
 import { keyCreate } from './key-create.ts';
 import { keyCurrent } from './key-current.ts';
 import { keyGet } from './key-get.ts';
@@ -19,7 +20,7 @@ import { RESERVED } from './reserved.ts';
 export const ENDPOINTS = {
   keyList, keyCurrent, keyGet, keyCreate, keyRevoke,
   appCreate, appList, appGet, appUpdate, appDelete,
-  eventList, eventGet,
+  eventList, eventStream, eventGet,
 } as const;
 
 export type EndpointName = keyof typeof ENDPOINTS;

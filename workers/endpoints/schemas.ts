@@ -1,6 +1,7 @@
 // JSON Schemas of what the API answers (api.md section 2), shared by the endpoints' declarations.
 // Strict: a member the contract does not name is a fault, so every test that validates a
 // response against the OpenAPI document (test/support/openapi-check.ts) catches it.
+import { EVENT_TYPES } from '../../domain/jobs.ts';
 import type { JsonSchema } from './endpoint.ts';
 
 export const id = (prefix: string): JsonSchema => ({ type: 'string', pattern: `^${prefix}_[0-9a-f]{20}$` });
@@ -100,11 +101,7 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     object: { const: 'event' },
     type: object({
       id: id('evty'),
-      name: {
-        enum: ['key.created', 'key.revoked', 'key.expired', 'app.created', 'app.updated', 'app.published',
-          'app.unpublished', 'app.activated', 'app.logo_changed', 'app.deleted', 'project.created',
-          'project.disabled', 'consumer.disabled', 'plan.changed'],
-      },
+      name: { enum: [...EVENT_TYPES] },
     }),
     related: object({ table: { enum: ['key', 'app', 'file', 'membership', 'project', 'consumer'] }, id: { type: 'string' } }),
     origin: { enum: ['api', 'workspace', 'system'] },

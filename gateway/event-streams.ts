@@ -1,0 +1,246 @@
+// GET /v1/event/stream: a project's audit trail followed live as Server-Sent Events.
+//
+// One LISTEN connection per web process hears the audit writer's notice `<project>:<last
+// sequence>` (sent when its transaction commits) and one fetch per project fans the new events
+// out to every stream of that project. A stream that resumes from an older sequence first reads
+// its own way up to the project's feed, then joins it. Each stream remembers the last sequence it
+// has passed on (matching its filters or not) and passes on only what lies beyond it, so every
+// event reaches it exactly once and in order, however the fetches and its catch-up interleave.
+// Notices lost (the listener reconnecting) cost nothing but latency: once a second the heads of
+// the followed projects are read too, and the streams of keys that no longer authenticate end.
+import pg from 'pg';
+import type { Response } from 'restify';
+import { eventView, type EventRow, type StreamQuery } from '../domain/events.ts';
+import { EVENTS_CHANNEL } from '../domain/audit.ts';
+import type { Config } from '../lib/config.ts';
+import { run } from '../lib/db.ts';
+import { errorFields, type Logger } from '../lib/log.ts';
+import type { GatewayRequest } from './types.ts';
+
+/** Events read per round trip, by a feed or a catching-up stream. */
+const PAGE = 500;
+/** How often the keys of open streams are checked and the followed projects' heads read. */
+const SWEEP_MS = 1000;
+const LISTEN_RETRY_MS = 1000;
+
+interface Stream {
+  res: Response;
+  projectId: string;
+  keyId: string;
+  types: ReadonlySet<string> | null;
+  actors: ReadonlySet<string> | null;
+  /** The last sequence passed on (or passed over, not matching): only what lies beyond goes out. */
+  position: number;
+  /** Fed by its project's fetches; until then it reads its own way up. */
+  live: boolean;
+  closed: boolean;
+}
+
+interface Feed {
+  streams: Set<Stream>;
+  /** Events up to here have been fetched and handed to the live streams. */
+  cursor: number;
+  fetching: boolean;
+  again: boolean;
+}
+
+export class EventStreams {
+  private readonly feeds = new Map<string, Feed>();
+  private readonly streams = new Set<Stream>();
+  private readonly pool: pg.Pool;
+  private readonly databaseUrl: string;
+  private readonly config: Config;
+  private readonly log: Logger;
+  private listener: pg.Client | undefined;
+  private listening = false;
+  private stopped = false;
+  private sweeping = false;
+  private readonly timers: NodeJS.Timeout[] = [];
+
+  constructor(pool: pg.Pool, databaseUrl: string, config: Config, log: Logger) {
+    this.pool = pool;
+    this.databaseUrl = databaseUrl;
+    this.config = config;
+    this.log = log;
+    this.timers.push(setInterval(() => this.heartbeat(), config.eventStreamHeartbeatMs).unref());
+    this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS).unref());
+  }
+
+  get full(): boolean {
+    return this.streams.size >= this.config.maxEventStreams;
+  }
+
+  /**
+   * Starts a stream for an authenticated request whose query has been checked; resolves once its
+   * head is written (it then catches up and follows on its own).
+   */
+  async open(req: GatewayRequest, res: Response, query: StreamQuery): Promise<void> {
+    const caller = req.caller!;
+    this.listen();
+    const projectHead = await this.head(caller.project_id);
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      Connection: 'keep-alive',
+      // Proxies (nginx) must pass each event on at once.
+      'X-Accel-Buffering': 'no',
+    });
+    res.write(': following the audit trail\n\n');
+    const stream: Stream = {
+      res, projectId: caller.project_id, keyId: caller.id, position: query.after ?? projectHead, live: false, closed: false,
+      types: query.types && new Set(query.types), actors: query.actors && new Set(query.actors),
+    };
+    this.streams.add(stream);
+    let feed = this.feeds.get(stream.projectId);
+    if (!feed) {
+      feed = { streams: new Set(), cursor: projectHead, fetching: false, again: false };
+      this.feeds.set(stream.projectId, feed);
+    }
+    feed.streams.add(stream);
+    res.once('close', () => this.forget(stream));
+    void this.catchUp(stream, feed);
+  }
+
+  /** Ends every stream (the process is stopping); clients resume elsewhere by their last id. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers) clearInterval(timer);
+    for (const stream of this.streams) this.end(stream);
+    await this.listener?.end().catch(() => {});
+  }
+
+  private async head(projectId: string): Promise<number> {
+    const [row] = await run<{ last_sequence: string }>(this.pool, 'event_chain_heads', [[projectId]]);
+    return Number(row?.last_sequence ?? 0);
+  }
+
+  /** Reads a stream's own way from its position up to its feed's cursor, then joins the feed. */
+  private async catchUp(stream: Stream, feed: Feed): Promise<void> {
+    try {
+      while (!stream.closed && stream.position < feed.cursor) {
+        const upTo = feed.cursor;
+        const rows = await run<EventRow>(this.pool, 'event_stream_page', [
+          stream.projectId, stream.position, upTo, stream.types && [...stream.types], stream.actors && [...stream.actors], PAGE]);
+        if (this.behind(stream)) return;
+        for (const row of rows) this.send(stream, row);
+        if (rows.length < PAGE) stream.position = Math.max(stream.position, upTo);
+      }
+      stream.live = true;
+    } catch (err) {
+      this.log.warn({ err: errorFields(err), projectId: stream.projectId }, 'event stream could not catch up; closed');
+      this.end(stream);
+    }
+  }
+
+  /** Fetches a project's new events once and hands them to each of its live streams. */
+  private async fetch(feed: Feed, projectId: string): Promise<void> {
+    if (feed.fetching) {
+      feed.again = true;
+      return;
+    }
+    feed.fetching = true;
+    try {
+      do {
+        feed.again = false;
+        const rows = await run<EventRow>(this.pool, 'event_stream_page', [projectId, feed.cursor, Number.MAX_SAFE_INTEGER, null, null, PAGE]);
+        for (const stream of feed.streams) if (stream.live) this.behind(stream);
+        for (const row of rows) {
+          for (const stream of feed.streams) if (stream.live) this.send(stream, row);
+          feed.cursor = Number(row.sequence);
+        }
+        if (rows.length === PAGE) feed.again = true;
+      } while (feed.again && feed.streams.size > 0);
+    } catch (err) {
+      // The next notice or sweep fetches again from the same cursor.
+      this.log.warn({ err: errorFields(err), projectId }, 'event stream fetch failed');
+    } finally {
+      feed.fetching = false;
+    }
+  }
+
+  private send(stream: Stream, row: EventRow): void {
+    const sequence = Number(row.sequence);
+    if (stream.closed || sequence <= stream.position) return;
+    stream.position = sequence;
+    if (stream.types && !stream.types.has(row.type_name)) return;
+    if (stream.actors && (row.actor_id === null || !stream.actors.has(row.actor_id))) return;
+    stream.res.write(`id: ${sequence}\nevent: ${row.type_name}\ndata: ${JSON.stringify(eventView(row))}\n\n`);
+  }
+
+  /**
+   * A reader that has left more than the backlog bound unread since the last page is cut off (it
+   * resumes by the last id it read); checked before each page, so a stream's memory stays within
+   * the bound and one page.
+   */
+  private behind(stream: Stream): boolean {
+    if (stream.res.writableLength <= this.config.eventStreamBacklogBytes) return false;
+    this.end(stream, true);
+    return true;
+  }
+
+  private heartbeat(): void {
+    for (const stream of this.streams) if (!this.behind(stream)) stream.res.write(': keep-alive\n\n');
+  }
+
+  /** Once a second: streams of keys that no longer authenticate end; projects behind their head fetch. */
+  private async sweep(): Promise<void> {
+    if (this.sweeping || this.streams.size === 0) return;
+    this.sweeping = true;
+    try {
+      const keyIds = [...new Set([...this.streams].map((s) => s.keyId))];
+      const usable = new Set((await run<{ id: string }>(this.pool, 'key_usable', [keyIds])).map((r) => r.id));
+      for (const stream of this.streams) if (!usable.has(stream.keyId)) this.end(stream);
+      const heads = await run<{ project_id: string; last_sequence: string }>(this.pool, 'event_chain_heads', [[...this.feeds.keys()]]);
+      for (const { project_id: projectId, last_sequence: last } of heads) {
+        const feed = this.feeds.get(projectId);
+        if (feed && Number(last) > feed.cursor) void this.fetch(feed, projectId);
+      }
+    } catch (err) {
+      this.log.warn({ err: errorFields(err) }, 'event stream sweep failed');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** The one LISTEN connection of this process, made when the first stream opens, remade when lost. */
+  private listen(): void {
+    if (this.listening || this.stopped) return;
+    this.listening = true;
+    const client = new pg.Client({ connectionString: this.databaseUrl });
+    const lost = () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      this.listening = false;
+      client.end().catch(() => {});
+      if (!this.stopped) setTimeout(() => this.listen(), LISTEN_RETRY_MS).unref();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', (message) => {
+      const [projectId, last] = (message.payload ?? '').split(':');
+      const feed = this.feeds.get(projectId ?? '');
+      if (feed && Number(last) > feed.cursor) void this.fetch(feed, projectId!);
+    });
+    this.listener = client;
+    client.connect().then(() => client.query(`LISTEN ${EVENTS_CHANNEL}`)).then(() => {
+      // Notices sent while this connection was away are lost; the heads tell what they said.
+      for (const [projectId, feed] of this.feeds) void this.fetch(feed, projectId);
+    }, lost);
+  }
+
+  private end(stream: Stream, destroy = false): void {
+    if (stream.closed) return;
+    stream.closed = true;
+    if (destroy) stream.res.destroy();
+    else stream.res.end();
+    this.forget(stream);
+  }
+
+  private forget(stream: Stream): void {
+    stream.closed = true;
+    this.streams.delete(stream);
+    const feed = this.feeds.get(stream.projectId);
+    if (!feed) return;
+    feed.streams.delete(stream);
+    if (feed.streams.size === 0) this.feeds.delete(stream.projectId);
+  }
+}

@@ -1,0 +1,179 @@
+// GET /v1/event/stream (decisions.md, "Events"): the audit trail followed live as Server-Sent
+// Events. Errors answer in the envelope before any stream starts; each matching event arrives
+// exactly once, in sequence order, with `id:` its sequence; resuming by Last-Event-ID or ?after
+// misses nothing; the stream ends when its key stops authenticating; it is bounded.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { writeEvents } from '../../domain/audit.ts';
+import type { AuditJob } from '../../domain/jobs.ts';
+import { disableProject } from '../../domain/projects.ts';
+import { newId } from '../../lib/ids.ts';
+import { assertError, MESSAGES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
+import { TestService, type TestProject } from '../support/service.ts';
+import { EventStreamReader } from '../support/sse.ts';
+import { sleep } from '../support/wait.ts';
+
+const HEARTBEAT_MS = 300;
+
+function jobs(p: TestProject, count: number, padding = 0): AuditJob[] {
+  const now = Math.floor(Date.now() / 1000);
+  return Array.from({ length: count }, (_, i) => ({
+    id: newId('evnt'), project_id: p.projectId, type: 'app.updated', related_table: 'app', related_id: newId('mapp'),
+    origin: 'api', actor_id: p.keyId, ip_address: '127.0.0.1',
+    details: { changes: { name: { from: `n${i}`, to: `m${i}${'x'.repeat(padding)}` } } }, created_at: now,
+  }));
+}
+
+describe('the event stream', () => {
+  let service: TestService;
+  let p: TestProject;
+  const readers: EventStreamReader[] = [];
+  const open = async (path: string, key = p.key, headers: Record<string, string> = {}) => {
+    const reader = await EventStreamReader.open(service, path, key, headers);
+    readers.push(reader);
+    return reader;
+  };
+
+  before(async () => {
+    service = await TestService.start({ env: { EVENT_STREAM_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
+    p = await service.createProject('Streamed');
+    await service.waitForEvents(p.projectId, 2);
+    await service.waitForJobsDrained();
+  });
+  after(async () => {
+    for (const reader of readers) reader.close();
+    await service.stop();
+  });
+
+  test('errors answer in the envelope before any stream starts', async () => {
+    assertError(await service.request('GET', '/v1/event/stream'), 401, MESSAGES.noKey);
+    const keyReader = await createKey(service, p.key, { name: 'no events', scope: ['key:read'] });
+    assertError(await service.request('GET', '/v1/event/stream', { key: keyReader.key }), 403, MESSAGES.missingScope('event:read'));
+    for (const query of ['after=-1', 'after=abc', 'after=1.5', 'after=', 'after=1&after=2']) {
+      assertError(await service.request('GET', `/v1/event/stream?${query}`, { key: p.key }), 422, 'after must be a non-negative integer.', query);
+    }
+    assertError(await service.request('GET', '/v1/event/stream', { key: p.key, headers: { 'last-event-id': 'x' } }), 422,
+      'after must be a non-negative integer.', 'Last-Event-ID');
+    assertError(await service.request('GET', '/v1/event/stream?type=key.created&type=key.renamed', { key: p.key }), 422,
+      'Unknown event type: key.renamed.');
+  });
+
+  test('from now on: the events recorded after it opened, as SSE with id = sequence', async () => {
+    const reader = await open('/v1/event/stream');
+    assert.equal(reader.status, 200);
+    assert.match(String(reader.headers['content-type']), /^text\/event-stream/);
+    assert.equal(reader.headers['cache-control'], 'no-store');
+    const before = (await service.request('GET', '/v1/event', { key: p.key })).body.response.total as number;
+    const made = await createKey(service, p.key, { name: 'streamed key', scope: ['key:read'] });
+    const [event] = await reader.waitFor(1);
+    assert.equal(event!.event, 'key.created');
+    assert.equal(event!.data.related.id, made.id);
+    assert.equal(event!.id, before + 1);
+    const byId = await service.request('GET', `/v1/event/${event!.data.id}`, { key: p.key });
+    assert.deepEqual(event!.data, byId.body.response, 'the streamed object is the event object');
+  });
+
+  test('resume: ?after=0 from the first event, Last-Event-ID wins over ?after; filters keep each event\'s own sequence', async () => {
+    const doomed = await createKey(service, p.key, { name: 'to revoke', scope: ['key:read'] });
+    await service.request('DELETE', `/v1/key/${doomed.id}`, { key: p.key });
+    await service.waitForJobsDrained();
+    const n = (await service.request('GET', '/v1/event', { key: p.key })).body.response.total as number;
+    const all = await open('/v1/event/stream?after=0');
+    assert.deepEqual((await all.waitFor(n)).map((e) => e.id), Array.from({ length: n }, (_, i) => i + 1));
+    const resumed = await open('/v1/event/stream?after=0', p.key, { 'last-event-id': String(n - 2) });
+    assert.deepEqual((await resumed.waitFor(2)).map((e) => [e.id, e.event]), [[n - 1, 'key.created'], [n, 'key.revoked']]);
+    const revocations = await open(`/v1/event/stream?after=0&type=key.revoked&type=project.created&actor=${p.keyId}`);
+    await sleep(300);
+    // project.created was the workspace's change, not this key's: only the revocation matches both.
+    assert.deepEqual(revocations.events.map((e) => [e.id, e.event]), [[n, 'key.revoked']]);
+    await sleep(HEARTBEAT_MS * 2);
+    assert.ok(revocations.comments >= 2, `comment lines keep the stream alive (${revocations.comments})`);
+  });
+
+  test('changes made concurrently reach every stream exactly once, in sequence order, with no gap', async () => {
+    const start = (await service.request('GET', '/v1/event', { key: p.key })).body.response.total as number;
+    const streams = await Promise.all([0, 1, 2].map(() => open(`/v1/event/stream?after=${start}`)));
+    const late = await open(`/v1/event/stream?after=${start}`);
+    // Writers racing, as several worker processes would, besides changes through the API.
+    await Promise.all([
+      ...Array.from({ length: 6 }, () => writeEvents(service.db, jobs(p, 20))),
+      ...Array.from({ length: 10 }, (_, i) => createKey(service, p.key, { name: `concurrent ${i}`, scope: ['key:read'] })),
+    ]);
+    const expected = Array.from({ length: 130 }, (_, i) => start + i + 1);
+    for (const reader of [...streams, late]) {
+      assert.deepEqual((await reader.waitFor(130)).map((e) => e.id), expected);
+    }
+    await sleep(300);
+    for (const reader of streams) assert.equal(reader.events.length, 130, 'nothing twice');
+  });
+
+  test('one database listener per web process, whatever the number of streams', async () => {
+    const { rows } = await service.db.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query ILIKE 'LISTEN pms_events%'",
+      [new URL(service.databaseUrl).pathname.slice(1)]);
+    assert.ok(readers.length >= 8);
+    assert.equal(rows[0].n, 1);
+  });
+
+  test('a stream ends within 2 s of its key being revoked, and of its project being disabled', async () => {
+    const streamer = await createKey(service, p.key, { name: 'streamer', scope: ['event:read'] });
+    const reader = await open('/v1/event/stream', streamer.key);
+    const revokedAt = Date.now();
+    await service.request('DELETE', `/v1/key/${streamer.id}`, { key: p.key });
+    await Promise.race([reader.closed, sleep(2500)]);
+    assert.ok(reader.ended, 'the stream ended');
+    assert.ok(Date.now() - revokedAt < 2500, `ended after ${Date.now() - revokedAt} ms`);
+
+    const other = await service.createProject('Disabled while streaming');
+    const doomed = await open('/v1/event/stream', other.key);
+    await disableProject(service.services, { origin: 'workspace', ip: '127.0.0.1' }, other.projectId);
+    await Promise.race([doomed.closed, sleep(2500)]);
+    assert.ok(doomed.ended, 'the stream of a disabled project ended');
+  });
+});
+
+describe('the event stream\'s bounds', () => {
+  let service: TestService;
+  let p: TestProject;
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false, env: { MAX_EVENT_STREAMS: '2', EVENT_STREAM_BACKLOG_BYTES: '100000' } });
+    p = await service.createProject('Bounded');
+  });
+  after(() => service.stop());
+
+  test('past the process\'s streams, 503 in the envelope; a slow reader\'s backlog is capped, and it resumes by its last id', async () => {
+    await writeEvents(service.db, jobs(p, 2));
+    const slow = await EventStreamReader.open(service, '/v1/event/stream', p.key, {}, true);
+    const other = await EventStreamReader.open(service, '/v1/event/stream', p.key);
+    try {
+      assertError(await service.request('GET', '/v1/event/stream', { key: p.key }), 503, MESSAGES.unavailable);
+      // The slow reader reads nothing while thousands of events pile up behind it: the service cuts
+      // it off (a reader that reads nothing cannot notice; the freed place shows it).
+      for (let i = 0; i < 10; i++) await writeEvents(service.db, jobs(p, 500, 1000));
+      let third: EventStreamReader | undefined;
+      for (const deadline = Date.now() + 15_000; !third && Date.now() < deadline; await sleep(100)) {
+        const attempt = await EventStreamReader.open(service, '/v1/event/stream', p.key);
+        if (attempt.status === 200) third = attempt;
+        else attempt.close();
+      }
+      assert.ok(third, 'the slow reader\'s place was freed');
+      third.close();
+      await other.waitFor(5000, 20_000);
+      other.close();
+      // Resuming from its last id (none read: from the start) misses nothing.
+      const resumed = await EventStreamReader.open(service, '/v1/event/stream', p.key, { 'last-event-id': '0' });
+      try {
+        assert.deepEqual((await resumed.waitFor(5002, 20_000)).map((e) => e.id), Array.from({ length: 5002 }, (_, i) => i + 1));
+      } finally {
+        resumed.close();
+      }
+    } finally {
+      slow.close();
+      other.close();
+    }
+  });
+});
+
+
