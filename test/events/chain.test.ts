@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import canonicalize from 'canonicalize';
-import { backfillChains, GENESIS_HASH, verifyChain } from '../../domain/audit-chain.ts';
+import { backfillChains, chainHash, GENESIS_HASH, verifyChain } from '../../domain/audit-chain.ts';
 import { writeEvents } from '../../domain/audit.ts';
 import type { AuditJob } from '../../domain/jobs.ts';
 import { newId } from '../../lib/ids.ts';
@@ -70,6 +70,16 @@ test('a project\'s events are numbered 1..n without gaps, in the order of its ch
     .update(GENESIS_HASH + canonicalize({ ...feed.data.at(-1), hash: undefined }), 'utf8').digest('hex'));
   assert.ok(clientVerifies(feed.data), 'the chain verifies from the API\'s answers alone');
   assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 4, verified: true });
+});
+
+test('the README\'s worked example holds', () => {
+  const example = {
+    id: 'evnt_5f0c1e7a9b2d4c6e8a10', object: 'event' as const, type: { id: 'evty_a507b62d394c8e7af5bb', name: 'project.created' },
+    related: { table: 'project', id: 'proj_1b2c3d4e5f60718293a4' }, origin: 'workspace' as const, ip_address: '127.0.0.1',
+    details: { name: 'Acme', consumer_id: 'cons_9a8b7c6d5e4f30211203' }, created_at: 1795420933, sequence: 1,
+    actor: { type: 'workspace' as const, id: null }, hash: null,
+  };
+  assert.equal(chainHash(GENESIS_HASH, example), '2c84bd1a56f76f5ecc5042178b90a59f55ddcb780feb73be04779af334a31f76');
 });
 
 test('writers racing on one project number its events without gaps or repeats, and the chain holds', async () => {
