@@ -1,20 +1,49 @@
+// Key secrets: `sk-project-`, 43 random base62 characters (256 bits), then a 6-character base62
+// checksum (the CRC32 of those 43), so a value of the wrong shape or with a wrong checksum is
+// refused without a database lookup, and a secret scanner can tell a real secret from a lookalike.
+// Secrets made before the checksum (the 43 characters alone) keep working.
 import { createHash, randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 
 export const SECRET_PREFIX = 'sk-project-';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** 43 base62 characters carry 256 bits of entropy. */
-const SECRET_CHARS = 43;
+const RANDOM_CHARS = 43;
+/** 62^6 > 2^32: any CRC32 fits. */
+const CHECKSUM_CHARS = 6;
 /** Bytes at or above this would bias `% 62`; they are drawn again. */
 const UNBIASED_LIMIT = 248;
+const LEGACY_SHAPE = /^sk-project-[0-9A-Za-z]{43}$/;
+const CHECKSUMMED_SHAPE = /^sk-project-([0-9A-Za-z]{43})([0-9A-Za-z]{6})$/;
 
-export function newSecret(): string {
-  let out = SECRET_PREFIX;
-  while (out.length < SECRET_PREFIX.length + SECRET_CHARS) {
-    for (const byte of randomBytes(64)) {
-      if (byte < UNBIASED_LIMIT && out.length < SECRET_PREFIX.length + SECRET_CHARS) out += BASE62[byte % 62];
-    }
+function checksumOf(random: string): string {
+  let value = crc32(random);
+  let out = '';
+  for (let i = 0; i < CHECKSUM_CHARS; i++) {
+    out = BASE62[value % 62] + out;
+    value = Math.floor(value / 62);
   }
   return out;
+}
+
+export function newSecret(): string {
+  let random = '';
+  while (random.length < RANDOM_CHARS) {
+    for (const byte of randomBytes(64)) {
+      if (byte < UNBIASED_LIMIT && random.length < RANDOM_CHARS) random += BASE62[byte % 62];
+    }
+  }
+  return `${SECRET_PREFIX}${random}${checksumOf(random)}`;
+}
+
+/**
+ * Whether a bearer value can be a secret at all: a checksummed one whose checksum holds, or one
+ * made before checksums. Anything else is refused like an unknown key, without a lookup.
+ */
+export function couldBeSecret(value: string): boolean {
+  if (LEGACY_SHAPE.test(value)) return true;
+  const parts = CHECKSUMMED_SHAPE.exec(value);
+  return parts !== null && checksumOf(parts[1]!) === parts[2];
 }
 
 export function hashSecret(secret: string): Buffer {

@@ -1,11 +1,12 @@
 // Step 4: the key, by one query on the SHA-256 of the secret. Unknown, revoked and disabled keys
 // all come back as no row and get the identical 403; an expired key gets 401 from the second
-// its expires_at passes. An address past its budget of refusals gets 429 without the query
+// its expires_at passes. A bearer value that is not a secret's shape, or whose checksum fails,
+// gets the same 403 without the query. An address past its budget of refusals gets 429 without the query
 // (refusal-throttle.ts). The last use is written at most once a minute, off the request's path.
 import type pg from 'pg';
 import { errors, isDatabaseUnavailable, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
-import { hashSecret } from '../domain/secrets.ts';
+import { couldBeSecret, hashSecret } from '../domain/secrets.ts';
 import { run } from '../lib/db.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { sendError } from './envelope.ts';
@@ -49,7 +50,13 @@ export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: numb
       sendError(res, errors.noKey());
       return next(false);
     }
-    const hash = hashSecret(header.slice(BEARER.length));
+    const secret = header.slice(BEARER.length);
+    // Not a secret's shape, or its checksum fails: the unknown key's answer, without a lookup.
+    if (!couldBeSecret(secret)) {
+      sendError(res, errors.keyRefused());
+      return next(false);
+    }
+    const hash = hashSecret(secret);
     const hashKey = hash.toString('base64');
     const waitSeconds = throttle.waitSeconds(req.clientIp, hashKey);
     if (waitSeconds > 0) {

@@ -62,8 +62,13 @@ test('an authenticated request while the database is unreachable: 503 with Retry
 });
 
 test('an unknown key cannot be told from a known one while the database is away: 503, not 403', async () => {
-  const [reply, ms] = await timed(() => broken.request('GET', '/v1/key', { key: 'sk-project-nosuchkey' }));
+  // A secret's shape (43 base62 characters, as secrets made before checksums are): only a lookup can tell.
+  const [reply, ms] = await timed(() => broken.request('GET', '/v1/key', { key: `sk-project-${'NoSuchKey0'.repeat(4)}abc` }));
   assertUnavailable(reply, ms, 'unknown key');
+});
+
+test('a bearer value that cannot be a secret is refused without the database: 403', async () => {
+  assertError(await broken.request('GET', '/v1/key', { key: 'sk-project-nosuchkey' }), 403, MESSAGES.refused, 'malformed key');
 });
 
 test('the checks before authentication need no database', async () => {

@@ -56,7 +56,7 @@ const appMembers = {
 /** The shared schemas, by name, as the document's components.schemas. */
 export const SCHEMAS: Record<string, JsonSchema> = {
   ApiKey: object(keyMembers),
-  ApiKeyWithSecret: object({ ...keyMembers, key: { type: 'string', pattern: '^sk-project-[0-9A-Za-z]{43,}$' } }),
+  ApiKeyWithSecret: object({ ...keyMembers, key: { type: 'string', pattern: '^sk-project-[0-9A-Za-z]{49}$', description: '43 random base62 characters, then their CRC32 as 6 base62 characters (README, "Key secrets").' } }),
   Deleted: object({ deleted: { const: true }, id: { type: 'string' } }),
   AppSummary: object(appMembers),
   AppListEntry: object({

@@ -1,0 +1,68 @@
+// Checksummed secrets (README, "Key secrets"): `sk-project-`, 43 random base62 characters, then
+// the CRC32 of those 43 as 6 base62 characters. A bearer value of another shape, or whose
+// checksum fails, is refused with the unknown key's 403 without a database lookup; secrets made
+// before the checksum keep working.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
+import { TestService, type TestProject } from '../support/service.ts';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+let service: TestService;
+let p: TestProject;
+let admin: pg.Client;
+
+/** How many times the service ran the authentication query in its database. */
+async function lookups(): Promise<number> {
+  const { rows } = await admin.query(
+    `SELECT coalesce(sum(calls), 0)::int AS n FROM pg_stat_statements
+     WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query LIKE '%k.secret_hash = $1%'`);
+  return rows[0].n;
+}
+
+before(async () => {
+  service = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: '0' } });
+  p = await service.createProject('Secrets');
+  admin = new pg.Client({ connectionString: service.databaseUrl });
+  await admin.connect();
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+});
+after(async () => {
+  await admin?.end();
+  await service?.stop();
+});
+
+test('a new secret is the prefix, 43 random base62 characters and their CRC32 in 6 base62 characters', async () => {
+  for (const secret of [p.key, (await createKey(service, p.key, { name: 'checksummed' })).key]) {
+    const match = /^sk-project-([0-9A-Za-z]{43})([0-9A-Za-z]{6})$/.exec(secret);
+    assert.ok(match, secret.slice(0, 14));
+    const checksum = [...match[2]!].reduce((value, c) => value * 62 + BASE62.indexOf(c), 0);
+    assert.equal(checksum, crc32(match[1]!));
+  }
+});
+
+test('a wrong checksum or shape: the unknown key\'s 403, without a database lookup', async (t) => {
+  const stats = await admin.query('SELECT 1 FROM pg_stat_statements LIMIT 1').then(() => true, () => false);
+  const last = p.key.at(-1)!;
+  const wrongChecksum = p.key.slice(0, -1) + (last === 'a' ? 'b' : 'a');
+  const before = stats ? await lookups() : 0;
+  for (const value of [wrongChecksum, p.key.slice(0, -1), `${p.key}0`, 'sk-project-short', `${p.key.slice(0, -2)}-_`, 'pk-project-' + p.key.slice(11)]) {
+    assertError(await service.request('GET', '/v1/key/current', { headers: { authorization: `Bearer ${value}` } }), 403, MESSAGES.refused, JSON.stringify(value.slice(0, 16)));
+  }
+  if (stats) assert.equal(await lookups(), before, 'no lookup was made for any of them');
+  else t.diagnostic('pg_stat_statements is not available: the lookup count was not checked');
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: p.key }), 200);
+});
+
+test('a secret made before checksums (43 characters alone) keeps working', async () => {
+  const legacy = `sk-project-${'Legacy0'.repeat(6)}X`;
+  assert.equal(legacy.length, 'sk-project-'.length + 43);
+  const made = await createKey(service, p.key, { name: 'made before checksums', scope: ['key:read'] });
+  await service.db.query('UPDATE api_keys SET secret_hash = $2 WHERE id = $1', [made.id, createHash('sha256').update(legacy).digest()]);
+  const current = assertSuccess(await service.request('GET', '/v1/key/current', { key: legacy }), 200);
+  assert.equal(current.id, made.id);
+});
