@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import { LookupCounter } from '../support/lookups.ts';
 import { MESSAGES, TITLES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
@@ -292,28 +292,17 @@ describe('guessing keys: refused authentications are throttled per address', () 
   const PER_MINUTE = 3;
   let service: TestService;
   let project: TestProject;
-  let admin: pg.Client;
-  let statsAvailable = false;
+  let lookups: LookupCounter;
 
   const unknownKey = () => `sk-project-${randomBytes(32).toString('base64url').replace(/[-_]/g, 'a').slice(0, 43)}`;
-
-  /** How many times the service ran the authentication query in its database. */
-  async function lookups(): Promise<number> {
-    const { rows } = await admin.query(
-      `SELECT coalesce(sum(calls), 0)::int AS n FROM pg_stat_statements
-       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query LIKE '%k.secret_hash = $1%'`);
-    return rows[0].n;
-  }
 
   before(async () => {
     service = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: String(PER_MINUTE) } });
     project = await service.createProject();
-    admin = new pg.Client({ connectionString: service.databaseUrl });
-    await admin.connect();
-    statsAvailable = await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').then(() => admin.query('SELECT 1 FROM pg_stat_statements LIMIT 1')).then(() => true, () => false);
+    lookups = await LookupCounter.open(service.databaseUrl);
   });
   after(async () => {
-    await admin?.end();
+    await lookups?.close();
     await service?.stop();
   });
 
@@ -325,14 +314,14 @@ describe('guessing keys: refused authentications are throttled per address', () 
     for (let i = 0; i < PER_MINUTE; i++) {
       assertError(await service.request('GET', '/v1/key/current', { key: unknownKey() }), 403, MESSAGES.refused, `refusal ${i + 1}`);
     }
-    const before = statsAvailable ? await lookups() : 0;
+    const before = lookups.available ? await lookups.count() : 0;
     let throttled: Reply | undefined;
     for (let i = 0; i < 20; i++) {
       throttled = await service.request('GET', '/v1/key/current', { key: unknownKey() });
       assertError(throttled, 429, MESSAGES.tooManyRefusals, `guess ${i + 1} past the budget`);
       assert.equal(throttled.headers['retry-after'], String(60 / PER_MINUTE), 'Retry-After: seconds until the budget allows one more');
     }
-    if (statsAvailable) assert.equal(await lookups(), before, 'the 429s made no database lookup');
+    if (lookups.available) assert.equal(await lookups.count(), before, 'the 429s made no database lookup');
     else t.diagnostic('pg_stat_statements is not available on this PostgreSQL: the lookup count was not checked');
 
     assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { after, before, test } from 'node:test';
-import pg from 'pg';
+import { LookupCounter } from '../support/lookups.ts';
 import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
@@ -14,25 +14,15 @@ import { TestService, type TestProject } from '../support/service.ts';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 let service: TestService;
 let p: TestProject;
-let admin: pg.Client;
-
-/** How many times the service ran the authentication query in its database. */
-async function lookups(): Promise<number> {
-  const { rows } = await admin.query(
-    `SELECT coalesce(sum(calls), 0)::int AS n FROM pg_stat_statements
-     WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query LIKE '%k.secret_hash = $1%'`);
-  return rows[0].n;
-}
+let lookups: LookupCounter;
 
 before(async () => {
   service = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: '0' } });
   p = await service.createProject('Secrets');
-  admin = new pg.Client({ connectionString: service.databaseUrl });
-  await admin.connect();
-  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  lookups = await LookupCounter.open(service.databaseUrl);
 });
 after(async () => {
-  await admin?.end();
+  await lookups?.close();
   await service?.stop();
 });
 
@@ -46,14 +36,13 @@ test('a new secret is the prefix, 43 random base62 characters and their CRC32 in
 });
 
 test('a wrong checksum or shape: the unknown key\'s 403, without a database lookup', async (t) => {
-  const stats = await admin.query('SELECT 1 FROM pg_stat_statements LIMIT 1').then(() => true, () => false);
   const last = p.key.at(-1)!;
   const wrongChecksum = p.key.slice(0, -1) + (last === 'a' ? 'b' : 'a');
-  const before = stats ? await lookups() : 0;
+  const before = lookups.available ? await lookups.count() : 0;
   for (const value of [wrongChecksum, p.key.slice(0, -1), `${p.key}0`, 'sk-project-short', `${p.key.slice(0, -2)}-_`, 'pk-project-' + p.key.slice(11)]) {
     assertError(await service.request('GET', '/v1/key/current', { headers: { authorization: `Bearer ${value}` } }), 403, MESSAGES.refused, JSON.stringify(value.slice(0, 16)));
   }
-  if (stats) assert.equal(await lookups(), before, 'no lookup was made for any of them');
+  if (lookups.available) assert.equal(await lookups.count(), before, 'no lookup was made for any of them');
   else t.diagnostic('pg_stat_statements is not available: the lookup count was not checked');
   assertSuccess(await service.request('GET', '/v1/key/current', { key: p.key }), 200);
 });
