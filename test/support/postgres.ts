@@ -1,6 +1,6 @@
 // One PostgreSQL for the whole run: DATABASE_URL if given, else Testcontainers where a container
 // engine answers, else the embedded server. The run says which one it used.
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEmbedded } from '../../lib/embedded-db.ts';
@@ -46,5 +46,13 @@ export async function startTestPostgres(log: Logger): Promise<TestPostgres> {
   chmodSync(parent, 0o755);
   const dir = path.join(parent, 'pg');
   const server = await startEmbedded({ dir, port: await freePort(), log, flags: THROWAWAY_FLAGS, persistent: false });
-  return { kind: 'embedded', adminUrl: server.url('postgres'), stop: () => server.stop() };
+  return {
+    kind: 'embedded',
+    adminUrl: server.url('postgres'),
+    // The data goes with the server (persistent: false); its passwords beside it go here.
+    stop: async () => {
+      await server.stop();
+      rmSync(parent, { recursive: true, force: true });
+    },
+  };
 }

@@ -4,8 +4,6 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import http from 'node:http';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createProject } from '../../domain/projects.ts';
@@ -16,6 +14,7 @@ import { createPool } from '../../lib/db.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
 import { startJobWorkers, type JobWorkers } from '../../workers/job-workers.ts';
+import { tempDir } from './tmp.ts';
 import { waitFor } from './wait.ts';
 
 export interface Reply {
@@ -112,7 +111,7 @@ export class TestService {
 
   static async start(options: ServiceOptions = {}): Promise<TestService> {
     const url = await createTestDatabase();
-    const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'pms-log-')), 'service.log');
+    const logFile = path.join(tempDir('pms-log-'), 'service.log');
     const config = readConfig({
       HOST: '127.0.0.1',
       PORT: '0',
