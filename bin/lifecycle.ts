@@ -16,6 +16,11 @@ export interface Running {
 
 /** A process exits within this long of SIGTERM even if something hangs. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
+/**
+ * SIGHUP too: a closed terminal sends it, and Node's default for it is to die on the spot,
+ * leaving the embedded PostgreSQL this process started running with nobody to stop it.
+ */
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
 export async function runProcess(
   name: string,
@@ -24,28 +29,36 @@ export async function runProcess(
   const config = readConfig();
   const log = createLogger(config.logLevel, name, config.logFile);
   let stopping = false;
+  let database: DatabaseHandle | undefined;
   try {
-    const database = await openDatabase(config, log);
+    database = await openDatabase(config, log);
     const parts = await start(config, log, database);
     if (parts.length === 0) {
       // A one-shot step (release): done once start returns.
       await database.release();
       return exit(log, 0);
     }
-    const shutdown = async (signal: string) => {
+    const opened = database;
+    const shutdown = async (cause: string) => {
       if (stopping) return;
       stopping = true;
-      log.info({ signal }, 'shutting down');
+      log.info({ signal: cause }, 'shutting down');
       setTimeout(() => {
         log.error('shutdown deadline passed; exiting');
         process.exit(1);
       }, SHUTDOWN_DEADLINE_MS).unref();
       for (const part of parts) await part.stop().catch((err) => log.error({ err: errorFields(err) }, 'stop failed'));
-      await database.release().catch((err) => log.error({ err: errorFields(err) }, 'database stop failed'));
+      await opened.release().catch((err) => log.error({ err: errorFields(err) }, 'database stop failed'));
+      log.info('stopped');
       exit(log, 0);
     };
-    process.on('SIGTERM', () => void shutdown('SIGTERM'));
-    process.on('SIGINT', () => void shutdown('SIGINT'));
+    for (const signal of STOP_SIGNALS) process.on(signal, () => void shutdown(signal));
+    // Started by bin/detach.ts (`npm start`): its IPC channel closes when it dies, however it dies.
+    if (process.channel) {
+      process.channel.unref();
+      if (!process.connected) void shutdown('disconnect');
+      else process.once('disconnect', () => void shutdown('disconnect'));
+    }
   } catch (err) {
     if (err instanceof StartupError) {
       log.fatal({ reason: err.message }, 'could not start');
