@@ -1,4 +1,5 @@
 // What every entry point shares: config read once, a logger, the database, and shutdown on signal.
+import { checkListenPorts } from '../gateway/ports.ts';
 import { readConfig, type Config } from '../lib/config.ts';
 import { openDatabase, type DatabaseHandle } from '../lib/database.ts';
 import { createLogger, errorFields, type Logger } from '../lib/log.ts';
@@ -14,6 +15,11 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+export interface ProcessOptions {
+  /** The process serves HTTPS and HTTP: their ports are checked before anything starts. */
+  listens?: boolean;
+}
+
 /** A process exits within this long of SIGTERM even if something hangs. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
 /**
@@ -25,12 +31,14 @@ const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 export async function runProcess(
   name: string,
   start: (config: Config, log: Logger, database: DatabaseHandle) => Promise<Running[]>,
+  options: ProcessOptions = {},
 ): Promise<void> {
   const config = readConfig();
   const log = createLogger(config.logLevel, name, config.logFile);
   let stopping = false;
   let database: DatabaseHandle | undefined;
   try {
+    if (options.listens) await checkListenPorts(config);
     database = await openDatabase(config, log);
     const parts = await start(config, log, database);
     if (parts.length === 0) {
@@ -66,6 +74,8 @@ export async function runProcess(
     } else {
       log.fatal({ err: errorFields(err) }, 'could not start');
     }
+    // An embedded PostgreSQL this process started must not outlive it.
+    await database?.release().catch((releaseErr) => log.error({ err: errorFields(releaseErr) }, 'database stop failed'));
     exit(log, 1);
   }
 }

@@ -37,4 +37,4 @@ await runProcess('start', async (config, log, database) => {
   const workers = await startJobWorkers(config, log, database.url);
   const gateway = await startGateway(config, log, database.url);
   return [gateway, workers];
-});
+}, { listens: true });

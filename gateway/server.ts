@@ -15,6 +15,7 @@ import { sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
 import { acceptedMethods } from './method.ts';
 import { paceRequests } from './pipelining.ts';
+import { listenFailure } from './ports.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
 import { hardenedHeaders, setHardenedHeaders } from './response-headers.ts';
@@ -55,11 +56,12 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-function listen(server: restify.Server, port: number, host: string): Promise<number> {
+function listen(server: restify.Server, port: number, host: string, variable: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.server.once('error', reject);
+    const failed = (err: Error) => reject(listenFailure(err, host, port, variable));
+    server.server.once('error', failed);
     server.listen(port, host, () => {
-      server.server.removeListener('error', reject);
+      server.server.removeListener('error', failed);
       resolve((server.server.address() as AddressInfo).port);
     });
   });
@@ -143,8 +145,8 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     maxConnectionsPerAddress: config.trustProxy ? 0 : config.maxConnectionsPerAddress,
   }, log);
 
-  httpsPort = await listen(server, config.httpsPort, config.host);
-  const httpPort = await listen(redirect, config.httpPort, config.host);
+  httpsPort = await listen(server, config.httpsPort, config.host, 'PORT');
+  const httpPort = await listen(redirect, config.httpPort, config.host, 'HTTP_PORT');
   log.info({ https: `https://${config.host}:${httpsPort}`, http: `http://${config.host}:${httpPort}`, threads: config.workerThreads }, 'gateway listening');
 
   return {
