@@ -7,7 +7,7 @@ import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/db.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
-import { bodyLimit } from './body-limit.ts';
+import { bodyLimit, continueAtBodyLimit } from './body-limit.ts';
 import { answerClientErrors } from './client-errors.ts';
 import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, dispatch } from './dispatch.ts';
@@ -49,6 +49,7 @@ function prepareListener(server: restify.Server, config: Config, https: boolean)
   // A constructor option restify does not pass on; Node reads the property when listening starts.
   Object.assign(http, { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.headersTimeoutMs) });
   answerClientErrors(http, hardenedHeaders(https));
+  continueAtBodyLimit(http);
   paceRequests(http, config.maxPipelinedRequests);
 }
 
