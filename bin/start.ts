@@ -1,5 +1,6 @@
 // `npm start`: everything on one machine in one process: release, then web and worker. On the
-// very first start it also creates a first project and prints its `*` key, once.
+// very first start it also creates a first project and prints its `*` key, once. npm runs it
+// through bin/detach.ts, which keeps a Ctrl-C at the terminal from reaching its PostgreSQL.
 import { createProject, countProjects } from '../domain/projects.ts';
 import { startGateway } from '../gateway/server.ts';
 import { createPool } from '../lib/db.ts';
@@ -36,4 +37,4 @@ await runProcess('start', async (config, log, database) => {
   const workers = await startJobWorkers(config, log, database.url);
   const gateway = await startGateway(config, log, database.url);
   return [gateway, workers];
-});
+}, { listens: true });

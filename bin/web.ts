@@ -2,4 +2,4 @@
 import { startGateway } from '../gateway/server.ts';
 import { runProcess } from './lifecycle.ts';
 
-await runProcess('web', async (config, log, database) => [await startGateway(config, log, database.url)]);
+await runProcess('web', async (config, log, database) => [await startGateway(config, log, database.url)], { listens: true });

@@ -1,8 +1,10 @@
 // The workspace command line (decisions.md, "Running it"): acts with origin `workspace` on the
 // same database as `npm start`, prints one JSON object on stdout, exits 0; on failure a message
-// on stderr and a non-zero exit.
+// on stderr and a non-zero exit (2, with one line, for a usage error).
 import { parseArgs } from 'node:util';
-import { NotFound, createProject, disableConsumer, disableProject } from '../domain/projects.ts';
+import { ApiError } from '../domain/errors.ts';
+import { parseNewKey } from '../domain/keys.ts';
+import { NotFound, createProject, createProjectKey, disableConsumer, disableProject, verifyProjectChain } from '../domain/projects.ts';
 import type { Actor, Services } from '../domain/services.ts';
 import { Invalid, activateApp, recordRun, setLogo, setPlan } from '../domain/workspace.ts';
 import { readConfig } from '../lib/config.ts';
@@ -14,6 +16,18 @@ import { release } from './release.ts';
 
 class UsageError extends Error {}
 
+/** A command that ran and found a fault: its object still goes to stdout, its reason to stderr, exit 1. */
+class Failed extends Error {
+  readonly output: object;
+  constructor(message: string, output: object) {
+    super(message);
+    this.output = output;
+  }
+}
+
+/** The name of a key made by `key create` without --name. */
+const DEFAULT_KEY_NAME = 'Workspace key';
+
 const USAGE = `usage: npm run --silent workspace -- <command> [--ip <address>]
   project create --name <name>
   project disable <proj_id>
@@ -21,11 +35,22 @@ const USAGE = `usage: npm run --silent workspace -- <command> [--ip <address>]
   plan set <proj_id> [--custom-apps true|false] [--app-limit N]
   app logo <mapp_id> --file <path>
   app activate <mapp_id>
-  run record --app <mapp_id> --project <proj_id> --status succeeded|error [--input N --output N]`;
+  run record --app <mapp_id> --project <proj_id> --status succeeded|error [--input N --output N]
+  key create --project <proj_id> [--name <name>] [--scope <scope>]...
+      (name "${DEFAULT_KEY_NAME}" and scope * when absent; --scope may be repeated)
+  events verify <proj_id>
+      (recomputes the project's hash chain; exit 1 naming the first sequence that breaks)
+  help, --help
+Each command prints one JSON object; --ip sets the address recorded on events (default 127.0.0.1).`;
+
+/** What a usage error adds, so that its one line still leads to the commands. */
+const SEE_HELP = '`npm run --silent workspace -- --help` lists the commands.';
 
 interface Args {
   positionals: string[];
   values: Record<string, string | undefined>;
+  /** --scope, in the order given. */
+  scopes: string[] | undefined;
 }
 
 type Command = (services: Services, actor: Actor, args: Args) => Promise<object>;
@@ -76,6 +101,22 @@ const COMMANDS: Record<string, Command> = {
       tokens: input === undefined ? null : { input, output: output! },
     });
   },
+  'key create': (services, actor, args) => {
+    const projectId = flagText(args, 'project');
+    let input;
+    try {
+      // The API's own rule (name, scope entries, duplicates dropped); the workspace holds `*`.
+      input = parseNewKey({ name: args.values.name ?? DEFAULT_KEY_NAME, scope: args.scopes }, ['*'], Math.floor(Date.now() / 1000));
+    } catch (err) {
+      throw err instanceof ApiError ? new UsageError(err.message) : err;
+    }
+    return createProjectKey(services, actor, projectId, input);
+  },
+  'events verify': async (services, _actor, { positionals }) => {
+    const verdict = await verifyProjectChain(services, one(positionals, 'proj_id'));
+    if (!verdict.verified) throw new Failed(`the chain breaks at sequence ${verdict.sequence}: ${verdict.reason}.`, verdict);
+    return verdict;
+  },
 };
 
 function one(positionals: string[], what: string): string {
@@ -84,11 +125,13 @@ function one(positionals: string[], what: string): string {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values: { scope: scopes, help, ...values }, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
+      help: { type: 'boolean', short: 'h' },
       name: { type: 'string' },
+      scope: { type: 'string', multiple: true },
       ip: { type: 'string', default: '127.0.0.1' },
       'custom-apps': { type: 'string' },
       'app-limit': { type: 'string' },
@@ -100,8 +143,14 @@ async function main(argv: string[]): Promise<number> {
       output: { type: 'string' },
     },
   });
-  const command = COMMANDS[positionals.slice(0, 2).join(' ')];
-  if (!command) throw new UsageError(`unknown command.\n${USAGE}`);
+  if (help || positionals[0] === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (positionals.length === 0) throw new UsageError(`no command given; ${SEE_HELP}`);
+  const name = positionals.slice(0, 2).join(' ');
+  const command = COMMANDS[name];
+  if (!command) throw new UsageError(`unknown command: ${name}; ${SEE_HELP}`);
 
   const config = readConfig();
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn', 'workspace', 2);
@@ -111,14 +160,19 @@ async function main(argv: string[]): Promise<number> {
     await release(config, log, database.ownerUrl);
     const boss = await startProducer(pool, log);
     try {
-      const result = await command({ pool, boss, log }, { origin: 'workspace', ip: values.ip! }, { positionals: positionals.slice(2), values: values as Args['values'] });
+      const result = await command({ pool, boss, log }, { origin: 'workspace', ip: values.ip! }, {
+        positionals: positionals.slice(2), values: values as Args['values'], scopes,
+      });
       process.stdout.write(`${JSON.stringify(result)}\n`);
       return 0;
     } finally {
       await boss.stop({ graceful: false });
     }
   } catch (err) {
-    if (!(err instanceof NotFound) && !(err instanceof Invalid)) log.error({ err: errorFields(err) }, 'workspace command failed');
+    // What the person typing can act on is their one line on stderr; anything else is a fault.
+    if (!(err instanceof NotFound) && !(err instanceof Invalid) && !(err instanceof UsageError) && !(err instanceof Failed)) {
+      log.error({ err: errorFields(err) }, 'workspace command failed');
+    }
     throw err;
   } finally {
     await pool.end();
@@ -127,7 +181,10 @@ async function main(argv: string[]): Promise<number> {
 }
 
 main(process.argv.slice(2)).then((code) => process.exit(code), (err: unknown) => {
+  if (err instanceof Failed) process.stdout.write(`${JSON.stringify(err.output)}\n`);
   const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  const message = err instanceof Error ? err.message : String(err);
+  // One line, never a stack.
+  process.stderr.write(`${message.replace(/\s*\n\s*/g, ' ')}\n`);
   process.exit(usage ? 2 : 1);
 });

@@ -2,7 +2,8 @@
 import { newId } from '../lib/ids.ts';
 import { run } from '../lib/db.ts';
 import { recordEvent } from './audit.ts';
-import { insertKey } from './keys.ts';
+import { verifyChain } from './audit-chain.ts';
+import { insertKey, keyView, type NewKey } from './keys.ts';
 import { change, type Actor, type Services } from './services.ts';
 
 export class NotFound extends Error {}
@@ -26,6 +27,19 @@ export async function createProject(services: Services, actor: Actor, name: stri
     const { row, secret } = await insertKey(tx, actor, projectId, consumerId, { name: 'Default key', scope: ['*'], expiresAt: null });
     return { project: { id: projectId }, consumer: { id: consumerId }, key: { id: row.id, key: secret } };
   });
+}
+
+/**
+ * A key for an existing project, made from the workspace (`key create`), created by the project's
+ * owner; validated by the caller with parseNewKey like the API's. The secret is returned once.
+ */
+export async function createProjectKey(services: Services, actor: Actor, projectId: string, input: NewKey) {
+  const { row, secret } = await change(services, async (tx) => {
+    const [owner] = await run<{ consumer_id: string }>(tx.client, 'project_owner', [projectId]);
+    if (!owner) throw new NotFound(`No project ${projectId}.`);
+    return insertKey(tx, actor, projectId, owner.consumer_id, input);
+  });
+  return { key: keyView(row, secret) };
 }
 
 export async function disableProject(services: Services, actor: Actor, projectId: string) {
@@ -66,4 +80,11 @@ export async function disableConsumer(services: Services, actor: Actor, consumer
 export async function countProjects(services: Services): Promise<number> {
   const [row] = await run<{ total: number }>(services.pool, 'project_count');
   return row!.total;
+}
+
+/** The workspace's `events verify`: the project's whole hash chain recomputed. */
+export async function verifyProjectChain(services: Services, projectId: string) {
+  const [exists] = await run(services.pool, 'project_exists', [projectId]);
+  if (!exists) throw new NotFound(`No project ${projectId}.`);
+  return { project: { id: projectId }, ...await verifyChain(services.pool, projectId) };
 }

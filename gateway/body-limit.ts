@@ -1,10 +1,28 @@
 // Step 3: a body over the limit is 413, from Content-Length before reading a byte, or the moment
 // a chunked body crosses the limit while streaming. Within the limit the body is kept for step 8.
+// A client that waits for leave to send its body (`Expect: 100-continue`) gets its 100 Continue
+// here, once the body is to be read: a refusal before that comes without one.
+import type { IncomingMessage, Server } from 'node:http';
 import { errors } from '../domain/errors.ts';
 import { sendError } from './envelope.ts';
 import type { Handler } from './types.ts';
 
 export const MAX_BODY_BYTES = 200_000;
+
+const awaitingContinue = new WeakSet<IncomingMessage>();
+
+/**
+ * Node, and restify after it, answer 100 Continue the moment a request expecting it arrives,
+ * inviting a body that may then be refused unread (the client meets a closed connection instead of
+ * its 413). Such a request goes the usual way instead (pipelining pace included), still waiting.
+ */
+export function continueAtBodyLimit(server: Server): void {
+  server.removeAllListeners('checkContinue');
+  server.on('checkContinue', (req: IncomingMessage, res) => {
+    awaitingContinue.add(req);
+    server.emit('request', req, res);
+  });
+}
 
 export function bodyLimit(maxBytes = MAX_BODY_BYTES): Handler {
   return function readBoundedBody(req, res, next) {
@@ -17,6 +35,7 @@ export function bodyLimit(maxBytes = MAX_BODY_BYTES): Handler {
       req.rawBody = Buffer.alloc(0);
       return next();
     }
+    if (awaitingContinue.has(req)) res.writeContinue();
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;

@@ -7,7 +7,7 @@ import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/db.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
-import { bodyLimit } from './body-limit.ts';
+import { bodyLimit, continueAtBodyLimit } from './body-limit.ts';
 import { answerClientErrors } from './client-errors.ts';
 import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, serveEndpoint } from './dispatch.ts';
@@ -18,6 +18,7 @@ import { health } from './health.ts';
 import { serveOpenApi } from './openapi-route.ts';
 import { acceptedMethods } from './method.ts';
 import { paceRequests } from './pipelining.ts';
+import { listenFailure } from './ports.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
 import { hardenedHeaders, setHardenedHeaders } from './response-headers.ts';
@@ -50,6 +51,7 @@ function prepareListener(server: restify.Server, config: Config, https: boolean)
   // A constructor option restify does not pass on; Node reads the property when listening starts.
   Object.assign(http, { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.headersTimeoutMs) });
   answerClientErrors(http, hardenedHeaders(https));
+  continueAtBodyLimit(http);
   paceRequests(http, config.maxPipelinedRequests);
 }
 
@@ -62,11 +64,12 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-function listen(server: restify.Server, port: number, host: string): Promise<number> {
+function listen(server: restify.Server, port: number, host: string, variable: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.server.once('error', reject);
+    const failed = (err: Error) => reject(listenFailure(err, host, port, variable));
+    server.server.once('error', failed);
     server.listen(port, host, () => {
-      server.server.removeListener('error', reject);
+      server.server.removeListener('error', failed);
       resolve((server.server.address() as AddressInfo).port);
     });
   });
@@ -153,8 +156,8 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     maxConnectionsPerAddress: config.trustProxy ? 0 : config.maxConnectionsPerAddress,
   }, log);
 
-  httpsPort = await listen(server, config.httpsPort, config.host);
-  const httpPort = await listen(redirect, config.httpPort, config.host);
+  httpsPort = await listen(server, config.httpsPort, config.host, 'PORT');
+  const httpPort = await listen(redirect, config.httpPort, config.host, 'HTTP_PORT');
   log.info({ https: `https://${config.host}:${httpsPort}`, http: `http://${config.host}:${httpPort}`, threads: config.workerThreads }, 'gateway listening');
 
   return {

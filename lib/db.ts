@@ -21,9 +21,15 @@ export function createPool(config: Config, log: Logger, connectionString: string
   // A client losing its connection (database restart) must never crash the process: pg-pool
   // handles errors of idle clients only, so every client also gets its own listener. The query
   // in flight, or the next one, fails and is answered 503.
-  pool.on('error', (err) => log.warn({ err: errorFields(err) }, 'idle database client failed'));
+  // pool.end() resolves before its connections have closed: a server stopped right after (the
+  // embedded PostgreSQL at the end of a shutdown) can still cut one. Nothing is lost then.
+  pool.on('error', (err) => {
+    if (!pool.ending) log.warn({ err: errorFields(err) }, 'idle database client failed');
+  });
   pool.on('connect', (client) => {
-    client.on('error', (err) => log.warn({ err: errorFields(err) }, 'database connection lost'));
+    client.on('error', (err) => {
+      if (!pool.ending) log.warn({ err: errorFields(err) }, 'database connection lost');
+    });
   });
   return pool;
 }

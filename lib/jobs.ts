@@ -118,7 +118,13 @@ class PreparedBossDb extends BossPoolDb {
 }
 
 function watch(boss: PgBoss, log: Logger): PgBoss {
-  boss.on('error', (err: Error) => log.error({ err: errorFields(err) }, 'pg-boss error'));
+  // Once stopped, its pool's connections are closing (stop() does not wait for them): one cut by
+  // a server stopping right after (the embedded PostgreSQL, last in a shutdown) is no error.
+  let stopped = false;
+  boss.once('stopped', () => { stopped = true; });
+  boss.on('error', (err: Error) => {
+    if (!stopped) log.error({ err: errorFields(err) }, 'pg-boss error');
+  });
   boss.on('warning', (warning: unknown) => log.warn({ warning }, 'pg-boss warning'));
   return boss;
 }

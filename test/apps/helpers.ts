@@ -1,10 +1,10 @@
 // The apps tests' own helpers (not a test file itself): the seeded catalogue, request bodies,
 // shortcuts through the API, logo files, and waiting for the run workers.
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { assertSuccess, envelope, MESSAGES } from '../support/assertions.ts';
 import type { TestService } from '../support/service.ts';
+import { tempDir } from '../support/tmp.ts';
 import { nowSeconds, waitFor } from '../support/wait.ts';
 
 export const DATA_TYPES = {
@@ -53,7 +53,7 @@ export async function backdateApp(service: TestService, id: string, secondsAgo: 
   return at;
 }
 
-const tmp = mkdtempSync(path.join(tmpdir(), 'pms-apps-'));
+const tmp = tempDir('pms-apps-');
 let fileCounter = 0;
 
 export const LOGO_BYTES = {

@@ -17,9 +17,8 @@
 // (each counterexample also prints fast-check's own seed and path). FUZZ_SCALE=0.1 runs a tenth.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
@@ -29,6 +28,7 @@ import { assertSuccess, TITLES } from '../support/assertions.ts';
 import { recordFigure } from '../support/figures.ts';
 import { createKey } from '../support/keys.ts';
 import { readReply, TestService, type Reply, type TestProject } from '../support/service.ts';
+import { tempDir } from '../support/tmp.ts';
 import { nowSeconds, sleep } from '../support/wait.ts';
 
 const SUITE = 'fuzz';
@@ -164,7 +164,7 @@ let service: TestService;
 let world: World;
 let agent: https.Agent;
 
-const tmp = mkdtempSync(path.join(tmpdir(), 'pms-fuzz-'));
+const tmp = tempDir('pms-fuzz-');
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('0000000dIHDR-fuzz-logo', 'latin1')]);
 
 const VALID_APP = {

@@ -120,3 +120,38 @@ test('a chunked body of 200,001 bytes, sent whole, is 413 and creates nothing', 
   assertError(reply, 413, MESSAGES.tooLarge);
   assert.equal(await keyCount('chunked-one-over'), 0);
 });
+
+/** A request that waits for 100 Continue before its body; records every 1xx the service sends. */
+function expecting(length: number, body?: Buffer) {
+  const informational: number[] = [];
+  return {
+    informational,
+    write: (req: import('node:http').ClientRequest) => {
+      req.on('information', (info) => informational.push(info.statusCode));
+      if (body) req.on('continue', () => req.end(body));
+      return false;
+    },
+    headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json', 'content-length': length, expect: '100-continue' },
+  };
+}
+
+test('Expect: 100-continue with a body over the limit: the 413 at once, no 100 Continue before it', async () => {
+  for (const length of [LIMIT + 1, 10_000_000]) {
+    const request = expecting(length);
+    const reply = await rawRequest(service, { method: 'POST', path: '/v1/key', headers: request.headers, write: request.write });
+    assertError(reply, 413, MESSAGES.tooLarge, `Content-Length ${length}`);
+    assert.deepEqual(request.informational, [], 'no 1xx answer');
+    // Without its 100 the client may still send the body: the connection is not kept for another request.
+    assert.equal(reply.headers.connection, 'close');
+  }
+});
+
+test('Expect: 100-continue within the limit: 100 Continue, then the body is read and acted on', async () => {
+  const body = paddedKeyBody(LIMIT, 'expect-continue');
+  const request = expecting(body.length, body);
+  const reply = await rawRequest(service, { method: 'POST', path: '/v1/key', headers: request.headers, write: request.write });
+  assertSuccess(reply, 201);
+  assert.deepEqual(request.informational, [100], 'one 100 Continue');
+  assert.equal(reply.body.response.name, 'expect-continue');
+  assert.equal(await keyCount('expect-continue'), 1);
+});

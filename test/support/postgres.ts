@@ -1,6 +1,6 @@
 // One PostgreSQL for the whole run: DATABASE_URL if given, else Testcontainers where a container
 // engine answers, else the embedded server. The run says which one it used.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEmbedded } from '../../lib/embedded-db.ts';
@@ -50,5 +50,13 @@ export async function startTestPostgres(log: Logger): Promise<TestPostgres> {
     // The port is a free one picked here; the directory is under TMPDIR.
     settings: { dir: 'TMPDIR', port: null },
   });
-  return { kind: 'embedded', adminUrl: server.url('postgres'), stop: () => server.stop() };
+  return {
+    kind: 'embedded',
+    adminUrl: server.url('postgres'),
+    // The data goes with the server (persistent: false); its passwords beside it go here.
+    stop: async () => {
+      await server.stop();
+      rmSync(parent, { recursive: true, force: true });
+    },
+  };
 }

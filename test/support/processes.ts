@@ -4,14 +4,14 @@
 // test certificate) that reports connection errors instead of hiding them.
 // Every child is killed when the test process ends, whatever way it ends: no run leaves one behind.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { procfileArgs } from '../../lib/procfile.ts';
 import { ROOT } from './cli.ts';
 import { freePort } from './ports.ts';
 import { readReply, requestParts, type Reply, type RequestOptions, type TestProject } from './service.ts';
+import { tempDir } from './tmp.ts';
 import { sleep } from './wait.ts';
 
 export type ProcessKind = 'web' | 'worker';
@@ -224,7 +224,7 @@ export class ProcessGroup {
 
   constructor(databaseUrl: string, label = 'faults') {
     this.databaseUrl = databaseUrl;
-    this.logDir = mkdtempSync(path.join(tmpdir(), `pms-${label}-`));
+    this.logDir = tempDir(`pms-${label}-`);
     this.ca = readFileSync(env('TEST_TLS_CERT_FILE'));
   }
 

@@ -4,8 +4,6 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import http from 'node:http';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createProject } from '../../domain/projects.ts';
@@ -17,6 +15,7 @@ import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
 import { startJobWorkers, type JobWorkers } from '../../workers/jobs/start.ts';
 import { checkReplyAgainstDocument } from './openapi-check.ts';
+import { tempDir } from './tmp.ts';
 import { waitFor } from './wait.ts';
 
 export interface Reply {
@@ -113,7 +112,7 @@ export class TestService {
 
   static async start(options: ServiceOptions = {}): Promise<TestService> {
     const url = await createTestDatabase();
-    const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'pms-log-')), 'service.log');
+    const logFile = path.join(tempDir('pms-log-'), 'service.log');
     const config = readConfig({
       HOST: '127.0.0.1',
       PORT: '0',

@@ -1,0 +1,39 @@
+// `workspace events verify <proj_id>` (decisions.md, "Running it"): recomputes a project's whole
+// hash chain from its stored events; an event edited with SQL afterwards is caught and named.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { runWorkspace, workspaceOk } from '../support/cli.ts';
+import { createKey } from '../support/keys.ts';
+import { TestService, type TestProject } from '../support/service.ts';
+
+let service: TestService;
+let p: TestProject;
+
+before(async () => {
+  service = await TestService.start();
+  p = await service.createProject('Verified');
+  for (let i = 0; i < 3; i++) await createKey(service, p.key, { name: `verified ${i}`, scope: ['key:read'] });
+  await service.waitForEvents(p.projectId, 5);
+  await service.waitForJobsDrained();
+});
+after(() => service.stop());
+
+test('an untouched trail verifies', async () => {
+  assert.deepEqual(await workspaceOk(service, ['events', 'verify', p.projectId]), { project: { id: p.projectId }, events: 5, verified: true });
+});
+
+test('an event edited with SQL is caught: the first sequence that breaks is named, exit 1', async () => {
+  await service.db.query(`UPDATE events SET ip_address = '203.0.113.66' WHERE project_id = $1 AND sequence = 4`, [p.projectId]);
+  const outcome = await runWorkspace(service, ['events', 'verify', p.projectId]);
+  assert.equal(outcome.code, 1, outcome.stderr);
+  assert.deepEqual(JSON.parse(outcome.stdout), {
+    project: { id: p.projectId }, events: 3, verified: false, sequence: 4,
+    reason: 'its hash does not match its content and the previous hash',
+  });
+  assert.equal(outcome.stderr, 'the chain breaks at sequence 4: its hash does not match its content and the previous hash.\n');
+});
+
+test('an unknown project: one line, exit 1', async () => {
+  const outcome = await runWorkspace(service, ['events', 'verify', 'proj_00000000000000000000']);
+  assert.deepEqual([outcome.code, outcome.stdout, outcome.stderr], [1, '', 'No project proj_00000000000000000000.\n']);
+});
