@@ -99,6 +99,24 @@ test('apps and events through the client', async () => {
   assert.equal((await client.events.get(newest.id)).id, newest.id);
 });
 
+test('events.follow: the trail live as an async iterator, from a sequence on, in order', async () => {
+  await service.waitForJobsDrained();
+  const { total } = await client.events.list();
+  const controller = new AbortController();
+  const seen: number[] = [];
+  const following = (async () => {
+    for await (const event of client.events.follow({ after: total - 2, signal: controller.signal })) {
+      seen.push(event.sequence);
+      if (seen.length === 3) controller.abort();
+    }
+  })();
+  await client.keys.create({ name: 'followed', scope: ['key:read'] });
+  await following;
+  assert.deepEqual(seen, [total - 1, total, total + 1]);
+  const wrong = await failure((async () => { for await (const _ of client.events.follow({ types: ['key.renamed'] })) break; })());
+  assert.deepEqual([wrong.code, wrong.message], [422, 'Unknown event type: key.renamed.']);
+});
+
 test('TLS: a self-signed certificate is refused unless trusted with `ca` (or, for tests, rejectUnauthorized: false)', async () => {
   const untrusting = new Client({ baseUrl: service.baseUrl, apiKey: project.key });
   const lax = new Client({ baseUrl: service.baseUrl, apiKey: project.key, rejectUnauthorized: false });
