@@ -24,8 +24,8 @@ export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>):
   const result = await withTransaction(services.pool, (client) => fn({
     client,
     async send(queue, data, options = {}) {
-      await services.boss.send(queue, data as object, { ...options, db: bossDb(client) });
-      queues.add(queue);
+      // No id: no job was made (a stately queue already holds one), so there is nothing to wake.
+      if (await services.boss.send(queue, data as object, { ...options, db: bossDb(client) })) queues.add(queue);
     },
   }));
   for (const queue of queues) wakeWorkers(services.pool, queue);

@@ -1,0 +1,58 @@
+// The benchmark's twins (issue: each endpoint against its own bare twin): for every endpoint the
+// bench measures, a route that runs exactly that endpoint's handler (the same SQL files, the same
+// parameters, the same view, so the same bytes) for the bench's key, with no authentication,
+// scope check, pool thread, request log or audit job. A write's change runs in its transaction
+// without its job: the job producer here sends nothing. Built from the same restify, pg and
+// certificate as the service. Usage: node bench/twins.ts <port> <database-url> <key secret>
+import { readFileSync } from 'node:fs';
+import type { PgBoss } from 'pg-boss';
+import restify from 'restify';
+import type { CallerKey, DomainRequest } from '../domain/requests.ts';
+import { hashSecret } from '../domain/secrets.ts';
+import { readConfig } from '../lib/config.ts';
+import { createPool, run } from '../lib/db.ts';
+import { createLogger } from '../lib/log.ts';
+import { ENDPOINTS } from '../workers/endpoints/registry.ts';
+
+const [portArg, databaseUrl, secret] = process.argv.slice(2);
+const log = createLogger('warn', 'twins', 2);
+const pool = createPool(readConfig({ DB_POOL_SIZE: '8' }), log, databaseUrl!, 8);
+/** Sends no job: a twin is the change without its audit hand-off. */
+const boss = { send: async () => null } as unknown as PgBoss;
+const services = { pool, boss, log };
+const tls = { cert: readFileSync(process.env.TLS_CERT_FILE!), key: readFileSync(process.env.TLS_KEY_FILE!) };
+const server = restify.createServer({ name: '', httpsServerOptions: tls, handleUncaughtExceptions: false });
+const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
+const TITLES: Record<number, string> = { 200: 'OK', 201: 'Created' };
+
+const [caller] = await run<CallerKey>(pool, 'key_authenticate', [hashSecret(secret!)]);
+if (!caller) throw new Error('the bench key does not authenticate');
+
+function answer(res: restify.Response, status: number, response: unknown): void {
+  const body = JSON.stringify({ code: status, title: TITLES[status] ?? 'Error', response });
+  res.sendRaw(status, body, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(body)) });
+}
+
+function requestOf(req: restify.Request, body: Record<string, unknown>): DomainRequest {
+  return { params: { ...(req.params as Record<string, string>) }, query: {}, body, caller: caller!, ip: '127.0.0.1', requestId: 'twin' };
+}
+
+for (const endpoint of Object.values(ENDPOINTS)) {
+  if (endpoint.runs !== 'pool' && endpoint.runs !== 'inline') continue;
+  const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[endpoint.method];
+  register.call(server, `/twin${endpoint.path.replace(/\{(\w+)\}/g, ':$1')}`, function twin(req: restify.Request, res: restify.Response, next: restify.Next) {
+    let text = '';
+    req.on('data', (chunk: Buffer) => { text += chunk; });
+    req.on('end', () => {
+      const request = requestOf(req, text ? JSON.parse(text) : {});
+      // The inline endpoint answers from the row its authentication read: the twin reads it too.
+      const result = endpoint.runs === 'inline'
+        ? run<CallerKey>(pool, 'key_authenticate', [hashSecret(secret!)]).then(([row]) => endpoint.handler({ ...request, caller: row! }))
+        : endpoint.handler(services, request);
+      result.then(({ status, response }) => answer(res, status, response), () => answer(res, 503, 'twin failed')).finally(() => next(false));
+    });
+  });
+}
+
+server.listen(Number(portArg), '127.0.0.1', () => process.send?.('ready'));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
