@@ -58,7 +58,7 @@ export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: numb
     }
     const hash = hashSecret(secret);
     const hashKey = hash.toString('base64');
-    const waitSeconds = throttle.waitSeconds(req.clientIp, hashKey);
+    const waitSeconds = throttle.admit(req.clientIp, hashKey);
     if (waitSeconds > 0) {
       sendError(res, errors.tooManyRefusals(waitSeconds));
       return next(false);
@@ -66,15 +66,16 @@ export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: numb
     run<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
       const refused = refusal(row);
       if (refused) {
-        throttle.refused(req.clientIp, hashKey);
+        throttle.refused(hashKey);
         sendError(res, refused);
         return next(false);
       }
-      throttle.accepted(hashKey);
+      throttle.accepted(req.clientIp, hashKey);
       req.caller = row!;
       noteUse(row!);
       next();
     }, (err: unknown) => {
+      throttle.undecided(req.clientIp, hashKey);
       if (isDatabaseUnavailable(err)) {
         sendError(res, errors.unavailable());
       } else {

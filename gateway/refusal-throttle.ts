@@ -27,38 +27,50 @@ export class RefusalThrottle {
   }
 
   /**
-   * Seconds the address must wait before a refusal may cost a lookup again, or 0 when the key
-   * may be looked up now.
+   * Before a lookup of a key not recognised here: takes one of the address's refusals ahead, so
+   * that lookups in flight count too (a flood over many connections cannot pass more than the
+   * budget while its lookups are running). Returns 0 when the lookup may go ahead, else the
+   * seconds until the budget allows one more.
    */
-  waitSeconds(address: string, keyHash: string, nowMs = Date.now()): number {
+  admit(address: string, keyHash: string, nowMs = Date.now()): number {
     if (this.capacity === 0 || this.recognised.has(keyHash)) return 0;
-    const bucket = this.buckets.get(address);
-    if (!bucket) return 0;
-    const tokens = this.refilled(bucket, nowMs);
-    return tokens >= 1 ? 0 : Math.max(1, Math.ceil((1 - tokens) / this.refillPerMs / 1000));
+    const bucket = this.bucketOf(address, nowMs);
+    if (bucket.tokens < 1) return Math.max(1, Math.ceil((1 - bucket.tokens) / this.refillPerMs / 1000));
+    bucket.tokens -= 1;
+    return 0;
   }
 
-  refused(address: string, keyHash: string, nowMs = Date.now()): void {
+  /** The lookup found the key usable: the refusal taken ahead is given back, and the key is recognised. */
+  accepted(address: string, keyHash: string, nowMs = Date.now()): void {
+    if (this.recognised.has(keyHash)) return;
+    if (this.capacity > 0) this.bucketOf(address, nowMs).tokens += 1;
+    if (this.recognised.size >= MAX_RECOGNISED_KEYS) this.recognised.clear();
+    this.recognised.add(keyHash);
+  }
+
+  /** The lookup could not be made (the database away): the refusal taken ahead is given back. */
+  undecided(address: string, keyHash: string, nowMs = Date.now()): void {
+    if (this.capacity > 0 && !this.recognised.has(keyHash)) this.bucketOf(address, nowMs).tokens += 1;
+  }
+
+  /** The lookup refused the key: it is recognised no more (its refusal was taken ahead, or it was recognised). */
+  refused(keyHash: string): void {
     this.recognised.delete(keyHash);
-    if (this.capacity === 0) return;
+  }
+
+  private bucketOf(address: string, nowMs: number): Bucket {
     let bucket = this.buckets.get(address);
     if (bucket) {
       bucket.tokens = this.refilled(bucket, nowMs);
-      // Re-inserted, so the map's order is least recently refused first.
+      // Re-inserted, so the map's order is least recently used first.
       this.buckets.delete(address);
     } else {
       if (this.buckets.size >= MAX_ADDRESSES) this.buckets.delete(this.buckets.keys().next().value!);
       bucket = { tokens: this.capacity, atMs: nowMs };
     }
-    bucket.tokens = Math.max(0, bucket.tokens - 1);
     bucket.atMs = nowMs;
     this.buckets.set(address, bucket);
-  }
-
-  accepted(keyHash: string): void {
-    if (this.recognised.has(keyHash)) return;
-    if (this.recognised.size >= MAX_RECOGNISED_KEYS) this.recognised.clear();
-    this.recognised.add(keyHash);
+    return bucket;
   }
 
   private refilled(bucket: Bucket, nowMs: number): number {
