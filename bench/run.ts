@@ -300,7 +300,8 @@ async function main(): Promise<number> {
       const s = streams;
       console.log(`  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms  max ${s.max.toFixed(0)} ms over ${s.pairs} (change, stream) pairs; ` +
         `RSS peak ${s.rssPeakMb.toFixed(0)} MB (VmHWM ${s.rssHwmMb.toFixed(0)}); ${s.streams} streams opened in ${(s.openMs / 1000).toFixed(1)} s; ` +
-        `CPU in cores: web ${s.webCpu.toFixed(2)}, load generator ${s.benchCpu.toFixed(2)}, whole machine ${s.machineCpu.toFixed(2)}; ` +
+        `CPU in cores: web ${s.webCpu.toFixed(2)}, load generator ${s.benchCpu.toFixed(2)}, whole machine ${s.machineCpu.toFixed(2)} ` +
+        `(the bench's own processes ${s.benchTreeCpu.toFixed(2)}, others ${Math.max(0, s.machineCpu - s.benchTreeCpu).toFixed(2)}); ` +
         `RSS with the streams open ${s.rssOpenMb.toFixed(0)} MB; ${s.eventsPerRead.toFixed(1)} events per read` +
         `${s.problems.length ? `; ${s.problems.length} problem(s)` : ''}`);
       console.log(`  to the first stream p50 ${s.firstP50.toFixed(1)} ms, p99 ${s.firstP99.toFixed(1)} ms; first to last stream p50 ${s.spreadP50.toFixed(1)} ms, p99 ${s.spreadP99.toFixed(1)} ms`);
@@ -387,6 +388,7 @@ async function main(): Promise<number> {
         p50_ms: +streams.p50.toFixed(1), p99_ms: +streams.p99.toFixed(1), max_ms: +streams.max.toFixed(1), before_response: streams.beforeResponse,
         web_rss_peak_mb: +streams.rssPeakMb.toFixed(0), web_vmhwm_mb: +streams.rssHwmMb.toFixed(0), open_s: +(streams.openMs / 1000).toFixed(1),
         web_cpu_cores: +streams.webCpu.toFixed(2), load_generator_cpu_cores: +streams.benchCpu.toFixed(2), machine_cpu_cores: +streams.machineCpu.toFixed(2),
+        bench_processes_cpu_cores: +streams.benchTreeCpu.toFixed(2),
         web_rss_streams_open_mb: +streams.rssOpenMb.toFixed(0), events_per_read: +streams.eventsPerRead.toFixed(1),
         first_stream_p50_ms: +streams.firstP50.toFixed(1), first_stream_p99_ms: +streams.firstP99.toFixed(1),
         fan_out_spread_p50_ms: +streams.spreadP50.toFixed(1), fan_out_spread_p99_ms: +streams.spreadP99.toFixed(1),

@@ -8,7 +8,7 @@
 // raw TLS connection each with a hand-written GET (no HTTP client machinery on every read), bytes
 // read as latin1, and per event only the `id:` line and the related id inside `data:` are looked
 // at (found by position, never JSON.parse).
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import tls from 'node:tls';
 import { performance } from 'node:perf_hooks';
 
@@ -56,6 +56,8 @@ export interface StreamBenchResult {
   benchCpu: number;
   /** The whole machine's busy CPU over the same span, in cores (the service, this generator, anything else running). */
   machineCpu: number;
+  /** Of it, what the bench's own processes used (this generator, the service's processes, PostgreSQL): the rest ran beside it. */
+  benchTreeCpu: number;
   /** Events per read on a stream, on average: how many events the service sends per write. */
   eventsPerRead: number;
   /** The web process's RSS once every stream is open, before the first change, MB. */
@@ -78,6 +80,24 @@ function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 a second on Linux).
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds used so far by this process and every process descended from it (the service, PostgreSQL). */
+function treeCpuSeconds(): number {
+  const processes: Array<{ pid: number; ppid: number; seconds: number }> = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      processes.push({ pid: Number(entry), ppid: Number(fields[1]), seconds: (Number(fields[11]) + Number(fields[12])) / 100 });
+    } catch { /* gone meanwhile */ }
+  }
+  const mine = new Set([process.pid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of processes) if (!mine.has(p.pid) && mine.has(p.ppid)) { mine.add(p.pid); grew = true; }
+  }
+  return processes.filter((p) => mine.has(p.pid)).reduce((sum, p) => sum + p.seconds, 0);
 }
 
 /** The machine's busy and total CPU time so far, in clock ticks (/proc/stat's first line). */
@@ -251,6 +271,7 @@ export async function streamDelivery(options: StreamBenchOptions): Promise<Strea
     const webCpuBefore = cpuSeconds(options.pid);
     const benchCpuBefore = process.cpuUsage();
     const machineBefore = machineTicks();
+    const treeBefore = treeCpuSeconds();
     const started = performance.now();
     const pending: Promise<void>[] = [];
     for (let i = 0; i < total; i++) {
@@ -268,6 +289,7 @@ export async function streamDelivery(options: StreamBenchOptions): Promise<Strea
     const benchCpu = (benchUsage.user + benchUsage.system) / 1e6 / spanS;
     const machineAfter = machineTicks();
     const machineCpu = (machineAfter.busy - machineBefore.busy) / 100 / spanS;
+    const benchTreeCpu = (treeCpuSeconds() - treeBefore) / spanS;
     // Anything beyond the changes' events would show up now.
     await new Promise((r) => setTimeout(r, 300));
 
@@ -318,7 +340,7 @@ export async function streamDelivery(options: StreamBenchOptions): Promise<Strea
       streams: options.streams, changes: options.changes, pairs, beforeResponse,
       firstP50: p(firsts, 50), firstP99: p(firsts, 99), spreadP50: p(spreads, 50), spreadP99: p(spreads, 99),
       p50: pairs ? percentile(sorted, 50) : NaN, p99: pairs ? percentile(sorted, 99) : NaN, max: pairs ? sorted[pairs - 1]! : NaN,
-      rssPeakMb, rssHwmMb: status(options.pid, 'VmHWM'), rssOpenMb, openMs, webCpu, benchCpu, machineCpu, problems,
+      rssPeakMb, rssHwmMb: status(options.pid, 'VmHWM'), rssOpenMb, openMs, webCpu, benchCpu, machineCpu, benchTreeCpu, problems,
       eventsPerRead: streams.reduce((sum, s) => sum + s.received, 0) / Math.max(1, streams.reduce((sum, s) => sum + s.reads, 0)),
     };
   } finally {

@@ -300,7 +300,7 @@ export async function checkFollowers(followers: StreamFollower[], db: pg.Pool, c
       }
     }
   };
-  await Promise.all(Array.from({ length: 8 }, compare));
+  await Promise.all(Array.from({ length: 24 }, compare));
   return { counts, caughtUpMs, compared: byId.size, problems };
 }
 
