@@ -3,7 +3,8 @@
 // Prints one table, writes it as JSON and Markdown, and exits non-zero when a target is missed.
 //   BENCH_DURATION_S (default 10)  BENCH_WARMUP_S (2)  BENCH_OUT (bench/results)  DATABASE_URL
 //   BENCH_ONLY: a regular expression; only the parts whose names match run (an endpoint's name,
-//   `visibility`, `scale`), for measuring one change quickly. Targets of parts not run are not checked.
+//   `visibility`, `streams`, `scale`), for measuring one change quickly. Targets of parts not run are not checked.
+//   BENCH_STREAMS (1000): the streams part's open streams; BENCH_STREAMS_CHANGES_VIA, BENCH_STREAMS_NODE_FLAGS: see streamsPart.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
@@ -18,6 +19,7 @@ import { startEmbedded } from '../lib/embedded-db.ts';
 import { createLogger } from '../lib/log.ts';
 import { StartupError } from '../lib/startup-error.ts';
 import { loadScaleProject } from './scale.ts';
+import { streamDelivery, type StreamBenchResult } from './streams.ts';
 import { freePort } from '../test/support/ports.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -27,6 +29,15 @@ const OUT = process.env.BENCH_OUT ?? path.join(import.meta.dirname, 'results');
 const EVENT_CHANGES = 500;
 const EVENT_RATE_PER_S = 200;
 const EVENT_WARMUP_CHANGES = 200;
+/** The streams part: this many streams on one web process, changes at this rate for BENCH_DURATION_S. */
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
+const STREAM_CHANGES_PER_S = 200;
+/**
+ * BENCH_STREAMS_CHANGES_VIA: `same` (default) makes the changes through the web process holding the
+ * streams, as one process of a deployment serves both; `other` through the bench's first web
+ * process. (On 2 shared cores `other` measured worse: one more busy process, less CPU for the fan-out.)
+ */
+const CHANGES_VIA_STREAMS_WEB = process.env.BENCH_STREAMS_CHANGES_VIA !== 'other';
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
 const runs = (part: string) => !ONLY || ONLY.test(part);
 
@@ -39,6 +50,8 @@ const TARGETS = {
   eventVisibleP99Ms: 50,
   scaleP99Ratio: 1.25,
   webRssMb: 300,
+  streamDeliveryP99Ms: 100,
+  streamWebRssMb: 400,
 };
 
 const log = createLogger('warn', 'bench', 2);
@@ -171,6 +184,48 @@ function peakRssMb(pid: number): number {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
+/**
+ * The streams part: a web process of its own (as the Procfile runs it, its connection bounds raised
+ * for STREAMS streams from one address), STREAMS streams on it following one project from its
+ * current last sequence, and changes (POST /v1/key) through it at STREAM_CHANGES_PER_S: a warm-up
+ * second, then BENCH_DURATION_S measured. Stopped again afterwards, so its peak RSS is the
+ * streams' own.
+ */
+async function streamsPart(env: Record<string, string>, db: pg.Pool, projectId: string, key: string, otherBase: string): Promise<StreamBenchResult> {
+  const [port, httpPort] = [await freePort(), await freePort()];
+  // BENCH_STREAMS_NODE_FLAGS: extra node flags for this web process (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
+  const flags = (process.env.BENCH_STREAMS_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const web = children.start([...flags, ...procfileArgs('web')], {
+    ...env, PORT: String(port), HTTP_PORT: String(httpPort),
+    MAX_CONNECTIONS_PER_ADDRESS: String(STREAMS + 100), MAX_EVENT_STREAMS: String(STREAMS + 100),
+  });
+  const base = `https://127.0.0.1:${port}`;
+  try {
+    await waitHealthy(base);
+    // The project's events of earlier parts written: every stream then starts from one known sequence.
+    for (;;) {
+      const { rows } = await db.query("SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'audit.write' AND state IN ('created', 'retry', 'active')");
+      if (rows[0].n === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const { rows } = await db.query('SELECT coalesce(max(total), 0)::int AS last FROM project_event_counts WHERE project_id = $1', [projectId]);
+    const changes = Math.round(STREAM_CHANGES_PER_S * DURATION_S);
+    console.log(`# event streams: ${STREAMS} streams on one web process, ${changes} changes at ${STREAM_CHANGES_PER_S}/s`);
+    return await streamDelivery({
+      base, key, pid: web.pid!, streams: STREAMS, ratePerS: STREAM_CHANGES_PER_S,
+      warmupChanges: STREAM_CHANGES_PER_S, changes, after: rows[0].last,
+      change: async (n) => {
+        const created = await call(`${CHANGES_VIA_STREAMS_WEB ? base : otherBase}/v1/key`, 'POST', key, { name: `streamed ${n}`, scope: ['key:read'] });
+        if (created.status !== 201) throw new Error(`POST /v1/key answered ${created.status}: ${JSON.stringify(created.body)}`);
+        return created.body.response.id as string;
+      },
+    });
+  } finally {
+    web.kill('SIGTERM');
+    await finished(web);
+  }
+}
+
 const APP_BODY = {
   name: 'Bench app',
   description: 'Summarizes a text',
@@ -239,6 +294,20 @@ async function main(): Promise<number> {
       console.log(`  p50 ${visibility.p50.toFixed(1)} ms  p99 ${visibility.p99.toFixed(1)} ms`);
     }
 
+    let streams: StreamBenchResult | undefined;
+    if (runs('streams')) {
+      streams = await streamsPart(env, db, made.project.id, key, base);
+      const s = streams;
+      console.log(`  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms  max ${s.max.toFixed(0)} ms over ${s.pairs} (change, stream) pairs; ` +
+        `RSS peak ${s.rssPeakMb.toFixed(0)} MB (VmHWM ${s.rssHwmMb.toFixed(0)}); ${s.streams} streams opened in ${(s.openMs / 1000).toFixed(1)} s; ` +
+        `CPU in cores: web ${s.webCpu.toFixed(2)}, load generator ${s.benchCpu.toFixed(2)}, whole machine ${s.machineCpu.toFixed(2)} ` +
+        `(the bench's own processes ${s.benchTreeCpu.toFixed(2)}, others ${Math.max(0, s.machineCpu - s.benchTreeCpu).toFixed(2)}); ` +
+        `RSS with the streams open ${s.rssOpenMb.toFixed(0)} MB; ${s.eventsPerRead.toFixed(1)} events per read` +
+        `${s.problems.length ? `; ${s.problems.length} problem(s)` : ''}`);
+      console.log(`  to the first stream p50 ${s.firstP50.toFixed(1)} ms, p99 ${s.firstP99.toFixed(1)} ms; first to last stream p50 ${s.spreadP50.toFixed(1)} ms, p99 ${s.spreadP99.toFixed(1)} ms`);
+      for (const problem of s.problems.slice(0, 10)) console.log(`  ${problem}`);
+    }
+
     const r1: Load = { name: 'R1 bare restify', url: `https://127.0.0.1:${r1Port}/ref` };
     const r2: Load = { name: 'R2 restify + pg SELECT', url: `https://127.0.0.1:${r2Port}/ref` };
     type Endpoint = Load & { kind: 'current' | 'read' | 'write' };
@@ -303,12 +372,28 @@ async function main(): Promise<number> {
       check(s.big.p99 <= s.fresh.p99 * TARGETS.scaleP99Ratio, `${s.name} at scale: p99 ${s.big.p99} ms > ${TARGETS.scaleP99Ratio} x ${s.fresh.p99} ms`);
     }
     check(webRssMb <= TARGETS.webRssMb, `web peak RSS ${webRssMb.toFixed(0)} MB > ${TARGETS.webRssMb} MB`);
+    if (streams) {
+      check(streams.p99 <= TARGETS.streamDeliveryP99Ms, `stream delivery p99 ${streams.p99.toFixed(1)} ms > ${TARGETS.streamDeliveryP99Ms} ms`);
+      check(streams.rssPeakMb <= TARGETS.streamWebRssMb, `web RSS with ${streams.streams} streams ${streams.rssPeakMb.toFixed(0)} MB > ${TARGETS.streamWebRssMb} MB`);
+      check(streams.problems.length === 0, `streams: ${streams.problems.length} problem(s): ${streams.problems.slice(0, 3).join('; ')}`);
+    }
 
     const results = {
       when: new Date().toISOString(),
       settings: { connections: CONNECTIONS, warmup_s: WARMUP_S, duration_s: DURATION_S },
       references: { r1_rps: Math.round(r1Rps), r1_runs: r1Runs.map((r) => Math.round(r.rps)), r2_runs: rows.map((r) => Math.round(r.r2.rps)) },
       endpoints: table,
+      event_streams: streams && {
+        streams: streams.streams, changes: streams.changes, rate_per_s: STREAM_CHANGES_PER_S, pairs: streams.pairs,
+        p50_ms: +streams.p50.toFixed(1), p99_ms: +streams.p99.toFixed(1), max_ms: +streams.max.toFixed(1), before_response: streams.beforeResponse,
+        web_rss_peak_mb: +streams.rssPeakMb.toFixed(0), web_vmhwm_mb: +streams.rssHwmMb.toFixed(0), open_s: +(streams.openMs / 1000).toFixed(1),
+        web_cpu_cores: +streams.webCpu.toFixed(2), load_generator_cpu_cores: +streams.benchCpu.toFixed(2), machine_cpu_cores: +streams.machineCpu.toFixed(2),
+        bench_processes_cpu_cores: +streams.benchTreeCpu.toFixed(2),
+        web_rss_streams_open_mb: +streams.rssOpenMb.toFixed(0), events_per_read: +streams.eventsPerRead.toFixed(1),
+        first_stream_p50_ms: +streams.firstP50.toFixed(1), first_stream_p99_ms: +streams.firstP99.toFixed(1),
+        fan_out_spread_p50_ms: +streams.spreadP50.toFixed(1), fan_out_spread_p99_ms: +streams.spreadP99.toFixed(1),
+        problems: streams.problems, target_p99_ms: TARGETS.streamDeliveryP99Ms, target_rss_mb: TARGETS.streamWebRssMb,
+      },
       event_visibility: { changes: visibility.count, rate_per_s: EVENT_RATE_PER_S, p50_ms: +visibility.p50.toFixed(1), p99_ms: +visibility.p99.toFixed(1), target_p99_ms: TARGETS.eventVisibleP99Ms },
       scale: scale.map((s) => ({ endpoint: s.name, fresh_p99_ms: s.fresh.p99, scaled_p99_ms: s.big.p99, ratio: +(s.big.p99 / s.fresh.p99).toFixed(2), target_ratio: TARGETS.scaleP99Ratio })),
       web_peak_rss_mb: +webRssMb.toFixed(0),
@@ -325,6 +410,14 @@ async function main(): Promise<number> {
       '',
       `Event visible after the change's response: p50 ${results.event_visibility.p50_ms} ms, p99 ${results.event_visibility.p99_ms} ms (${visibility.count} changes at ${EVENT_RATE_PER_S}/s).`,
       '',
+      ...(streams ? [
+        `Event streams: ${streams.streams} streams on one web process, ${streams.changes} changes at ${STREAM_CHANGES_PER_S}/s: ` +
+        `delivered after the change's response p50 ${results.event_streams!.p50_ms} ms, p99 ${results.event_streams!.p99_ms} ms ` +
+        `(target ${TARGETS.streamDeliveryP99Ms}), max ${results.event_streams!.max_ms} ms over ${streams.pairs} (change, stream) pairs; ` +
+        `that process's RSS peak ${results.event_streams!.web_rss_peak_mb} MB (target ${TARGETS.streamWebRssMb}); ` +
+        `${streams.problems.length ? `${streams.problems.length} stream problem(s)` : 'every stream got every event once, in sequence order'}.`,
+        '',
+      ] : []),
       '| read at scale | fresh p99 ms | 1M-row p99 ms | ratio |',
       '|---|---:|---:|---:|',
       ...results.scale.map((s) => `| ${s.endpoint} | ${s.fresh_p99_ms} | ${s.scaled_p99_ms} | ${s.ratio} |`),

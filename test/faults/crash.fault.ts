@@ -1,7 +1,9 @@
 // Crashes (decisions.md "Events", "Running it"): the Procfile's `worker` and `web` processes are
 // killed -9 at random moments, over and over, under a steady stream of concurrent changes. Every
 // committed change must still have exactly one event, no change that did not commit may have one,
-// and no job may be left stuck.
+// and no job may be left stuck. All the while, clients follow each project's event stream over two
+// web processes (the one killed and one left alone), reconnecting by Last-Event-ID whenever their
+// connection drops: each must end up holding its project's events 1..N exactly once, in order.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { recordFigure } from '../support/figures.ts';
@@ -13,12 +15,16 @@ import {
   Actor, Ledger, assertLogsClean, assertNoProblems, checkEvents, describePending, fastForwardExpiry, openDb,
   random, settleUnknown, waitJobsDrained, type PendingJobs,
 } from './helpers.ts';
+import { StreamFollower, checkFollowers, followerFigures } from './stream-client.ts';
 import type pg from 'pg';
 
 const SUITE = 'crash';
 const KILLS_PER_KIND = 22;
 const PROJECTS = 3;
 const ACTORS_PER_PROJECT = 2;
+const STREAMS_PER_PROJECT = 2;
+/** A stream client also drops its own connection now and then, as a flaky network would. */
+const STREAM_DROP_AFTER_MS: [number, number] = [1000, 6000];
 /** A worker's life between kills: from "handlers registered" to the kill. */
 const WORKER_LIFE_MS: [number, number] = [50, 1500];
 const WEB_LIFE_MS: [number, number] = [50, 1500];
@@ -37,7 +43,10 @@ let group: ProcessGroup;
 let db: pg.Pool;
 let web: ServiceProcess;
 let worker: ServiceProcess;
+/** A second web process, never killed: stream clients reconnect to whichever answers. */
+let streamWeb: ServiceProcess;
 let client: ApiClient;
+let followers: StreamFollower[] = [];
 const ledger = new Ledger();
 const secrets = new Secrets();
 const projects: TestProject[] = [];
@@ -61,9 +70,15 @@ before(async () => {
   }
   actors = projects.flatMap((project) => Array.from({ length: ACTORS_PER_PROJECT },
     () => new Actor(project, [{ name: 'web', client }], ledger, secrets, { retryForMs: 60_000, timeoutMs: 20_000 })));
+  streamWeb = await group.startWeb('web-streams');
+  const targets = [web, streamWeb].map((p) => ({ name: p.name, baseUrl: p.baseUrl }));
+  followers = projects.flatMap((project, i) => Array.from({ length: STREAMS_PER_PROJECT },
+    (_, j) => new StreamFollower(`stream ${i}.${j}`, project, () => targets, group.ca, { dropAfterMs: STREAM_DROP_AFTER_MS })));
+  for (const follower of followers) follower.start();
 });
 
 after(async () => {
+  await Promise.all(followers.map((f) => f.stop()));
   await group?.stopAll();
   await db?.end();
 });
@@ -159,6 +174,15 @@ test('every committed change has exactly one event; no event exists for a change
   recordFigure(SUITE, 'events checked', check.checked);
   assert.ok(check.committed > 200, `a steady stream of changes (got ${check.committed})`);
   assertNoProblems(check.problems, 'events against committed changes');
+});
+
+test('every stream client holds exactly its project\'s events 1..N, in order, each as GET /v1/event/<id> answers it', async () => {
+  const check = await checkFollowers(followers, db, group.client(web, { timeoutMs: 20_000 }));
+  for (const [figure, value] of Object.entries(followerFigures(followers))) recordFigure(SUITE, figure, value);
+  recordFigure(SUITE, 'stream clients holding all events, ms after the check began', check.caughtUpMs);
+  recordFigure(SUITE, 'stream events compared with GET /v1/event/<id>', check.compared);
+  assert.ok(followers.every((f) => f.reconnects >= 10), `every stream client reconnected many times (${followers.map((f) => f.reconnects).join(', ')})`);
+  assertNoProblems(check.problems, 'stream clients');
 });
 
 test('the logs of every process hold no key secret, no secret hash and no Authorization value', () => {

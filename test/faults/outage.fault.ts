@@ -1,7 +1,10 @@
 // A database outage (decisions.md "Operations"): the test runs its own embedded PostgreSQL, a
 // `web` and a `worker` on it under load, and stops PostgreSQL (three times). Requests must answer 503 with
 // Retry-After within 2 s (never a hang, never a 500); /readyz 503 while /healthz stays 200. Once
-// PostgreSQL is back, the same processes (no restart) serve again, and jobs resume.
+// PostgreSQL is back, the same processes (no restart) serve again, and jobs resume. All the while,
+// clients follow each project's event stream, reconnecting by Last-Event-ID whenever their
+// connection drops (503 while the database is away): each must end up holding its project's
+// events 1..N exactly once, in order.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,11 +24,15 @@ import {
   Actor, Ledger, assertLogsClean, assertNoProblems, checkEvents, describePending, fastForwardExpiry, isUnavailable, openDb,
   settleUnknown, waitJobsDrained, type Answer, type Change,
 } from './helpers.ts';
+import { StreamFollower, checkFollowers, followerFigures } from './stream-client.ts';
 import type pg from 'pg';
 
 const SUITE = 'outage';
 const DATABASE = 'pms_outage';
 const ACTORS = 6;
+const STREAMS_PER_PROJECT = 2;
+/** A stream client also drops its own connection now and then, as a flaky network would. */
+const STREAM_DROP_AFTER_MS: [number, number] = [1000, 6000];
 const WARM_MS = 3000;
 const CYCLES = 3;
 const OUTAGE_MS = 6000;
@@ -54,6 +61,7 @@ let client: ApiClient;
 let probeClient: ApiClient;
 let project: TestProject;
 const projects: TestProject[] = [];
+let followers: StreamFollower[] = [];
 const ledger = new Ledger();
 const secrets = new Secrets();
 const pgLog = () => createLogger('info', 'outage-postgres', path.join(parent, 'postgres.log'));
@@ -95,9 +103,14 @@ before(async () => {
     projects.push(made);
   }
   project = projects[0]!;
+  const targets = [{ name: web.name, baseUrl: web.baseUrl }];
+  followers = projects.flatMap((made, i) => Array.from({ length: STREAMS_PER_PROJECT },
+    (_, j) => new StreamFollower(`stream ${i}.${j}`, made, () => targets, group.ca, { dropAfterMs: STREAM_DROP_AFTER_MS })));
+  for (const follower of followers) follower.start();
 });
 
 after(async () => {
+  await Promise.all(followers.map((f) => f.stop()));
   await group?.stopAll();
   await db?.end();
   await server?.stop().catch(() => {});
@@ -316,6 +329,16 @@ test('after the outage: no job is left stuck, and every committed change has exa
   recordFigure(SUITE, 'events checked', check.checked);
   assertNoProblems(check.problems, 'events against committed changes');
   assert.ok(drained, `jobs still pending ${DRAIN_BOUND_MS} ms after the load stopped:\n${describePending(last)}`);
+});
+
+test('every stream client holds exactly its project\'s events 1..N, in order, each as GET /v1/event/<id> answers it', async () => {
+  const check = await checkFollowers(followers, db, client);
+  for (const [figure, value] of Object.entries(followerFigures(followers))) recordFigure(SUITE, figure, value);
+  recordFigure(SUITE, 'stream clients holding all events, ms after the check began', check.caughtUpMs);
+  recordFigure(SUITE, 'stream events compared with GET /v1/event/<id>', check.compared);
+  const refused = followers.reduce((sum, f) => sum + (f.endings.get('503') ?? 0), 0);
+  assert.ok(refused >= CYCLES, `the stream clients met the outages (503s on reconnecting: ${refused})`);
+  assertNoProblems(check.problems, 'stream clients');
 });
 
 test('over the whole run, no request got an answer outside the contract (a 500, a hang, a wrong 4xx)', () => {
