@@ -27,7 +27,7 @@ function refusal(row: CallerKey | undefined): ApiError | undefined {
   return undefined;
 }
 
-export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: number): Handler {
+export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: number, refusalDelayMs: number): Handler {
   const touchedAtMs = new Map<string, number>();
   const throttle = new RefusalThrottle(refusalsPerMinute);
 
@@ -60,8 +60,15 @@ export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: numb
     const hashKey = hash.toString('base64');
     const waitSeconds = throttle.admit(req.clientIp, hashKey);
     if (waitSeconds > 0) {
-      sendError(res, errors.tooManyRefusals(waitSeconds));
-      return next(false);
+      // Held a while before it is answered: a guesser's connection, waiting for its answer, sends
+      // its next guess that much later, and the process serves its honest clients meanwhile.
+      const answer = () => {
+        sendError(res, errors.tooManyRefusals(waitSeconds));
+        next(false);
+      };
+      if (refusalDelayMs > 0) setTimeout(answer, refusalDelayMs);
+      else answer();
+      return;
     }
     run<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
       const refused = refusal(row);

@@ -115,7 +115,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   };
   const pre: Handler[] = [closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
-  pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, log, config.authRefusalsPerMinute));
+  pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
   for (const handler of pre) server.pre(handler as never);
 
   const streams = new EventStreams(pool, databaseUrl, config, log);

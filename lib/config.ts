@@ -28,6 +28,8 @@ export interface Config {
   maxPipelinedRequests: number;
   /** Refused authentications one client address may cause per minute before 429 (0: no bound). */
   authRefusalsPerMinute: number;
+  /** How long a 429 for too many refusals is held before it is answered. */
+  authRefusalDelayMs: number;
   /** Event streams one web process holds at once; past it, 503. */
   maxEventStreams: number;
   /** Bytes a stream's reader may leave unread before the stream is closed (it resumes by its last id). */
@@ -101,6 +103,9 @@ export function readConfig(env = process.env): Config {
     // An honest client with a bad key stops after a few refusals; a guesser at thousands a second
     // is held to one database lookup per second or so after its first 60.
     authRefusalsPerMinute: int(env, 'AUTH_REFUSALS_PER_MINUTE', 60),
+    // A guesser waiting for each answer then guesses once a second per connection; an honest
+    // client past the budget is told to wait longer than that anyway (Retry-After).
+    authRefusalDelayMs: int(env, 'AUTH_REFUSAL_DELAY_MS', 1000),
     // A stream costs a socket and a few kB; 2,000 leave room under MAX_CONNECTIONS for requests.
     maxEventStreams: int(env, 'MAX_EVENT_STREAMS', 2000),
     // About 1,000 events: a reader that far behind is better served resuming from its last id.

@@ -115,10 +115,16 @@ const PIPELINING_FDS_BACK_MS = 10_000;
 
 // Guessing.
 const GUESSES = 20_000;
+/**
+ * The guesser stops at GUESSES or after this long: each 429 is held a second before it is answered
+ * (AUTH_REFUSAL_DELAY_MS), so a guesser waiting for its answers gets about one guess a second
+ * per connection past the budget, and the 20,000 would take minutes.
+ */
+const GUESS_FLOOD_MS = 12_000;
 const GUESS_CONNECTIONS = 32;
 const REFUSALS_PER_MINUTE = 60;
-/** "Far fewer lookups than guesses": the coarse check, beside the exact bound. */
-const FAR_FEWER_SHARE = 0.05;
+/** The production default of AUTH_REFUSAL_DELAY_MS, which this file does not change. */
+const REFUSAL_DELAY_MS = 1000;
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 // Slow heads and bodies.
@@ -782,7 +788,7 @@ test(`guessing: ${GUESSES} random keys from one address are mostly refused with 
   const cpu = cpuMeter(web.pid!);
   const started = performance.now();
   await Promise.all(connections.map(async (connection) => {
-    while (sent < GUESSES) {
+    while (sent < GUESSES && performance.now() - started < GUESS_FLOOD_MS) {
       sent++;
       let reply: RawResponse;
       try {
@@ -814,7 +820,9 @@ test(`guessing: ${GUESSES} random keys from one address are mostly refused with 
   const limited429 = byStatus.get(429) ?? 0;
   const refill = Math.ceil(floodS * REFUSALS_PER_MINUTE / 60);
   const bound = REFUSALS_PER_MINUTE + refill + GUESS_CONNECTIONS;
-  recordFigure(SUITE, `${label}: guesses answered in s (per s)`, `${round1(floodS)} (${Math.round(GUESSES / floodS)})`);
+  const answered = refused403 + limited429;
+  recordFigure(SUITE, `${label}: guesses answered of ${GUESSES} in s (per s; each 429 held ${REFUSAL_DELAY_MS} ms)`,
+    `${answered} in ${round1(floodS)} (${Math.round(answered / floodS)})`);
   recordFigure(SUITE, `${label}: ${CPU_FIGURE}`, cpuFigure);
   recordFigure(SUITE, `${label}: answers by status`, [...byStatus].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(', '));
   recordFigure(SUITE, `${label}: 429 Retry-After values`, [...retryAfter].map(([v, n]) => `${v}: ${n}`).join(', ') || 'none');
@@ -826,14 +834,11 @@ test(`guessing: ${GUESSES} random keys from one address are mostly refused with 
 
   await t.test('every guess answered 403 or 429 with the exact envelope (429 with Retry-After), and 429s seen', () => {
     assert.deepEqual(problems.slice(0, 20), [], `${problems.length} wrong answers to guesses`);
-    assert.equal(refused403 + limited429, GUESSES, `every guess answered 403 or 429: ${JSON.stringify([...byStatus])}`);
+    assert.equal(refused403 + limited429, sent, `every guess answered 403 or 429: ${JSON.stringify([...byStatus])}`);
     assert.ok(limited429 > 0, 'the guesser was throttled (429s seen)');
   });
-  await t.test(`the guesses looked up are far fewer than the guesses (at most ${FAR_FEWER_SHARE * 100} %)`, () => {
-    assert.ok(refused403 <= FAR_FEWER_SHARE * GUESSES, `${refused403} of ${GUESSES} guesses were looked up (403)`);
-  });
   await t.test('the guesses looked up stay within the budget, its refill and one per connection', () => {
-    assert.ok(refused403 <= bound, `${refused403} of ${GUESSES} guesses were looked up (403) in ${round1(floodS)} s, more than ` +
+    assert.ok(refused403 <= bound, `${refused403} of ${answered} guesses were looked up (403) in ${round1(floodS)} s, more than ` +
       `${REFUSALS_PER_MINUTE} + ${refill} + ${GUESS_CONNECTIONS} = ${bound}`);
   });
   await t.test('the database saw one key lookup per 403 and per normal request, no more', { skip: unavailable ?? false }, () => {

@@ -313,7 +313,8 @@ describe('guessing keys: refused authentications are throttled per address', () 
   const unknownKey = () => `sk-project-${randomBytes(32).toString('base64url').replace(/[-_]/g, 'a').slice(0, 43)}`;
 
   before(async () => {
-    service = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: String(PER_MINUTE) } });
+    // The 429s are answered at once here; the held answer is the next test's.
+    service = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: String(PER_MINUTE), AUTH_REFUSAL_DELAY_MS: '0' } });
     project = await service.createProject();
     lookups = await LookupCounter.open(service.databaseUrl);
   });
@@ -351,12 +352,14 @@ describe('guessing keys: refused authentications are throttled per address', () 
     assertError(await service.request('GET', '/v1/key/current', { key: second.key }), 429, MESSAGES.tooManyRefusals, 'revoked, forgotten');
   });
 
-  test('behind a trusted proxy the budget is per forwarded client address', async () => {
+  test('behind a trusted proxy the budget is per forwarded client address; a 429 is held a second before it is answered', async () => {
     const proxied = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: '1', TRUST_PROXY: 'true' } });
     try {
       const from = (address: string) => ({ key: unknownKey(), headers: { 'x-forwarded-for': address } });
       assertError(await proxied.request('GET', '/v1/key', from('198.51.100.7')), 403, MESSAGES.refused);
+      const started = Date.now();
       assertError(await proxied.request('GET', '/v1/key', from('198.51.100.7')), 429, MESSAGES.tooManyRefusals);
+      assert.ok(Date.now() - started >= 950, `the 429 was held ${Date.now() - started} ms (AUTH_REFUSAL_DELAY_MS 1000)`);
       assertError(await proxied.request('GET', '/v1/key', from('203.0.113.9')), 403, MESSAGES.refused, 'another client');
     } finally {
       await proxied.stop();
