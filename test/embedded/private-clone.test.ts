@@ -18,6 +18,7 @@ import { test } from 'node:test';
 import pg from 'pg';
 import { assertCliSucceeded, ROOT, runNode, serviceEnv } from '../support/cli.ts';
 import { freePort } from '../support/ports.ts';
+import { alive } from '../processes/helpers.ts';
 import { waitFor } from '../support/wait.ts';
 
 const AS_ROOT = process.getuid?.() === 0;
@@ -33,15 +34,6 @@ function readyz(port: number): Promise<number | undefined> {
     req.on('error', () => resolve(undefined));
     req.on('timeout', () => req.destroy());
   });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 test('as root, a clone under a 0700 directory runs its embedded PostgreSQL with the data in its ./.data', {
