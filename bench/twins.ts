@@ -19,7 +19,7 @@ const log = createLogger('warn', 'twins', 2);
 const pool = createPool(readConfig({ DB_POOL_SIZE: '8' }), log, databaseUrl!, 8);
 /** Sends no job: a twin is the change without its audit hand-off. */
 const boss = { send: async () => null } as unknown as PgBoss;
-const services = { pool, boss, log };
+const services = { pool, db: pool, boss, log };
 const tls = { cert: readFileSync(process.env.TLS_CERT_FILE!), key: readFileSync(process.env.TLS_KEY_FILE!) };
 const server = restify.createServer({ name: '', httpsServerOptions: tls, handleUncaughtExceptions: false });
 const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
@@ -34,7 +34,7 @@ function answer(res: restify.Response, status: number, response: unknown): void 
 }
 
 function requestOf(req: restify.Request, body: Record<string, unknown>): DomainRequest {
-  return { params: { ...(req.params as Record<string, string>) }, query: {}, body, caller: caller!, ip: '127.0.0.1', requestId: 'twin' };
+  return { params: { ...(req.params as Record<string, string>) }, query: {}, body, caller: caller!, keyChecked: false, ip: '127.0.0.1', requestId: 'twin' };
 }
 
 for (const endpoint of Object.values(ENDPOINTS)) {
@@ -45,10 +45,8 @@ for (const endpoint of Object.values(ENDPOINTS)) {
     req.on('data', (chunk: Buffer) => { text += chunk; });
     req.on('end', () => {
       const request = requestOf(req, text ? JSON.parse(text) : {});
-      // The inline endpoint answers from the row its authentication read: the twin reads it too.
-      const result = endpoint.runs === 'inline'
-        ? run<CallerKey>(pool, 'key_authenticate', [hashSecret(secret!)]).then(([row]) => endpoint.handler({ ...request, caller: row! }))
-        : endpoint.handler(services, request);
+      // As for a key the service knows from memory: the endpoint's own statements, without the key check.
+      const result = endpoint.runs === 'inline' ? endpoint.handler(pool, request) : endpoint.handler(services, request);
       result.then(({ status, response }) => answer(res, status, response), () => answer(res, 503, 'twin failed')).finally(() => next(false));
     });
   });

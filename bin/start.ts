@@ -15,7 +15,7 @@ async function createFirstProject(config: Config, log: Logger, databaseUrl: stri
   const pool = createPool(config, log, databaseUrl, 2);
   const boss = await startProducer(pool, log);
   try {
-    const services = { pool, boss, log };
+    const services = { pool, db: pool, boss, log };
     if ((await countProjects(services)) > 0) return;
     const first = await createProject(services, { origin: 'system', ip: '127.0.0.1' }, 'First project');
     process.stdout.write([

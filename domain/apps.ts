@@ -188,7 +188,7 @@ function appView(row: AppSummaryRow & Partial<AppDetailRow>) {
 
 export async function listApps(services: Services, req: DomainRequest) {
   const { limit, offset } = paging(req.query);
-  const rows = await run<AppListRow & { total: number }>(services.pool, 'app_list', [req.caller.project_id, limit, offset]);
+  const rows = await run<AppListRow & { total: number }>(services.db, 'app_list', [req.caller.project_id, limit, offset]);
   return ok(pageOf(rows, appView));
 }
 
@@ -205,7 +205,7 @@ function appIdParam(req: DomainRequest): string {
 }
 
 export async function getApp(services: Services, req: DomainRequest) {
-  const [row] = await run<AppDetailRow>(services.pool, 'app_find_readable', [appIdParam(req), req.caller.project_id]);
+  const [row] = await run<AppDetailRow>(services.db, 'app_find_readable', [appIdParam(req), req.caller.project_id]);
   if (!row) throw errors.appNotFound();
   return ok(appView(row));
 }

@@ -45,14 +45,14 @@ export function eventView(row: EventRow) {
 }
 
 export async function listEvents(services: Services, req: DomainRequest) {
-  const rows = await run<EventRow & { total: number }>(services.pool, 'event_list', [req.caller.project_id, FEED_SIZE]);
+  const rows = await run<EventRow & { total: number }>(services.db, 'event_list', [req.caller.project_id, FEED_SIZE]);
   return ok(pageOf(rows, eventView));
 }
 
 export async function getEvent(services: Services, req: DomainRequest) {
   const id = req.params.event_id ?? '';
   if (!isId('evnt', id)) throw errors.eventNotFound();
-  const [row] = await run<EventRow>(services.pool, 'event_find', [id, req.caller.project_id]);
+  const [row] = await run<EventRow>(services.db, 'event_find', [id, req.caller.project_id]);
   if (!row) throw errors.eventNotFound();
   return ok(eventView(row));
 }

@@ -1,6 +1,6 @@
 // The keys resource (api.md 4.1): list, read, current, create, revoke.
 import { isId, newId } from '../lib/ids.ts';
-import { run } from '../lib/db.ts';
+import { run, type Database } from '../lib/db.ts';
 import { recordEvent } from './audit.ts';
 import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
@@ -41,20 +41,26 @@ function keyIdParam(req: DomainRequest): string {
 
 export async function listKeys(services: Services, req: DomainRequest) {
   const { limit, offset } = paging(req.query);
-  const rows = await run<KeyRow & { total: number }>(services.pool, 'key_list', [req.caller.project_id, limit, offset]);
+  const rows = await run<KeyRow & { total: number }>(services.db, 'key_list', [req.caller.project_id, limit, offset]);
   return ok(pageOf(rows, (row) => keyView(row)));
 }
 
-/** The key making the call: authentication already read it, so this costs no query. */
-export function currentKey(req: DomainRequest) {
-  return ok(keyView(req.caller));
+/**
+ * The key making the call, as stored now: when authentication just read it, that row; when the
+ * gateway knew it from memory (where last_used_at is not kept fresh), a read that the key's
+ * check rides in.
+ */
+export async function currentKey(db: Database, req: DomainRequest) {
+  if (req.keyChecked) return ok(keyView(req.caller));
+  const [row] = await run<KeyRow>(db, 'key_find', [req.caller.id, req.caller.project_id]);
+  if (!row) throw errors.keyRefused();
+  return ok(keyView(row));
 }
 
 export async function getKey(services: Services, req: DomainRequest) {
   const id = keyIdParam(req);
-  if (id === req.caller.id) return ok(keyView(req.caller));
   if (!isId('papi', id)) throw errors.keyNotFound();
-  const [row] = await run<KeyRow>(services.pool, 'key_find', [id, req.caller.project_id]);
+  const [row] = await run<KeyRow>(services.db, 'key_find', [id, req.caller.project_id]);
   if (!row) throw errors.keyNotFound();
   return ok(keyView(row));
 }

@@ -23,6 +23,11 @@ export interface DomainRequest {
   /** The parsed JSON object; `{}` for an empty body. */
   body: Record<string, unknown>;
   caller: CallerKey;
+  /**
+   * True when authentication looked the key up for this very request; false when the gateway
+   * recognised it from memory and its usability is still to be checked (domain/key-check.ts).
+   */
+  keyChecked: boolean;
   ip: string;
   requestId: string;
 }
@@ -48,6 +53,8 @@ export interface SerializedResult {
   status: number;
   /** JSON.stringify of the envelope's `response` (undefined when it is undefined). */
   json: string | undefined;
+  /** The caller's key was refused by its check: the gateway forgets it. */
+  refusedKey?: true;
 }
 
 export const list = <Item>(data: Item[], total: number) => ({ object: 'list' as const, data, total });

@@ -2,12 +2,15 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { bossDb, wakeWorkers } from '../lib/jobs.ts';
-import { withTransaction } from '../lib/db.ts';
+import { withTransaction, type Database } from '../lib/db.ts';
 import type { Logger } from '../lib/log.ts';
 import type { JobPayloads, Origin, QueueName } from './jobs.ts';
 
 export interface Services {
+  /** The process's (or thread's) pool: jobs, wake-ups, what belongs to no request. */
   pool: pg.Pool;
+  /** What domain code reads and changes through: the pool, or an API request's key-checked view of it. */
+  db: Database;
   boss: PgBoss;
   log: Logger;
 }
@@ -21,7 +24,7 @@ export interface Tx {
 /** Runs one change in one transaction; jobs it sends commit or roll back with it. */
 export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const queues = new Set<string>();
-  const result = await withTransaction(services.pool, (client) => fn({
+  const result = await withTransaction(services.db, (client) => fn({
     client,
     async send(queue, data, options = {}) {
       // No id: no job was made (a stately queue already holds one), so there is nothing to wake.

@@ -1,8 +1,10 @@
-// Step 4: the key, by one query on the SHA-256 of the secret. Unknown, revoked and disabled keys
-// all come back as no row and get the identical 403; an expired key gets 401 from the second
-// its expires_at passes. A bearer value that is not a secret's shape, or whose checksum fails,
-// gets the same 403 without the query. An address past its budget of refusals gets 429 without the query
-// (refusal-throttle.ts). The last use is written at most once a minute, off the request's path.
+// Step 4: the key. One this process has seen authenticate is recognised from memory and checked
+// where its request reaches the database (known-keys.ts); any other by one query on the SHA-256
+// of the secret. Unknown, revoked and disabled keys all come back as no row and get the
+// identical 403; an expired key gets 401 from the second its expires_at passes. A bearer value
+// that is not a secret's shape, or whose checksum fails, gets the same 403 without the query. An
+// address past its budget of refusals gets 429 without the query (refusal-throttle.ts). The last
+// use is written at most once a minute, off the request's path.
 import type pg from 'pg';
 import { errors, isDatabaseUnavailable, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
@@ -10,6 +12,7 @@ import { couldBeSecret, hashSecret } from '../domain/secrets.ts';
 import { run } from '../lib/db.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { sendError } from './envelope.ts';
+import type { KnownKeys } from './known-keys.ts';
 import { RefusalThrottle } from './refusal-throttle.ts';
 import type { Handler } from './types.ts';
 
@@ -27,7 +30,7 @@ function refusal(row: CallerKey | undefined): ApiError | undefined {
   return undefined;
 }
 
-export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: number, refusalDelayMs: number): Handler {
+export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refusalsPerMinute: number, refusalDelayMs: number): Handler {
   const touchedAtMs = new Map<string, number>();
   const throttle = new RefusalThrottle(refusalsPerMinute);
 
@@ -58,7 +61,15 @@ export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: numb
     }
     const hash = hashSecret(secret);
     const hashKey = hash.toString('base64');
-    const waitSeconds = throttle.admit(req.clientIp, hashKey);
+    req.callerHash = hashKey;
+    const recognised = known.recall(hashKey);
+    if (recognised) {
+      req.caller = recognised;
+      req.callerChecked = false;
+      noteUse(recognised);
+      return next();
+    }
+    const waitSeconds = throttle.admit(req.clientIp);
     if (waitSeconds > 0) {
       // Held a while before it is answered: a guesser's connection, waiting for its answer, sends
       // its next guess that much later, and the process serves its honest clients meanwhile.
@@ -73,16 +84,17 @@ export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: numb
     run<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
       const refused = refusal(row);
       if (refused) {
-        throttle.refused(hashKey);
         sendError(res, refused);
         return next(false);
       }
-      throttle.accepted(req.clientIp, hashKey);
+      throttle.accepted(req.clientIp);
+      known.remember(hashKey, row!);
       req.caller = row!;
+      req.callerChecked = true;
       noteUse(row!);
       next();
     }, (err: unknown) => {
-      throttle.undecided(req.clientIp, hashKey);
+      throttle.undecided(req.clientIp);
       if (isDatabaseUnavailable(err)) {
         sendError(res, errors.unavailable());
       } else {

@@ -11,7 +11,11 @@ import type { Endpoint } from '../workers/endpoints/endpoint.ts';
 import type { PoolEndpointName } from '../workers/endpoints/registry.ts';
 import { sendEnvelope, sendError, sendSerializedEnvelope } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
-import type { GatewayRequest, Handler } from './types.ts';
+import type { GatewayRequest, Handler, Next } from './types.ts';
+import type { KnownKeys } from './known-keys.ts';
+import { withKeyCheck } from '../domain/key-check.ts';
+import type pg from 'pg';
+import type { Response } from 'restify';
 
 const WORKER_FILE = new URL('../workers/pool/task.ts', import.meta.url).href;
 const BODY_METHODS = new Set(['POST', 'PATCH']);
@@ -45,25 +49,33 @@ function domainRequest(req: GatewayRequest): DomainRequest {
     query: queryOf(req.getQuery()),
     body: BODY_METHODS.has(req.method ?? '') ? parseJsonObject(req.rawBody) : {},
     caller: req.caller!,
+    keyChecked: req.callerChecked === true,
     ip: req.clientIp,
     requestId: req.requestId,
   };
 }
 
-/** What the last step of a route needs: the pool and its queue bound, the event streams, a logger. */
+/**
+ * What the last step of a route needs: the worker pool and its queue bound, the gateway's own
+ * database pool (inline endpoints), the known keys, the event streams, a logger.
+ */
 export interface Runners {
   pool: WorkerPool;
+  db: pg.Pool;
+  known: KnownKeys;
   maxQueued: number;
   streams: EventStreams;
   log: Logger;
 }
 
 /** The last step of an endpoint's route: its handler, where the registry says it runs. */
-export function serveEndpoint({ pool, maxQueued, streams, log }: Runners, name: string, endpoint: Endpoint): Handler {
+export function serveEndpoint({ pool, db, known, maxQueued, streams, log }: Runners, name: string, endpoint: Endpoint): Handler {
+  /** An answer of the gateway's own, after the caller's key check (known-keys.ts). */
+  const refuse = (req: GatewayRequest, res: Response, err: ApiError, next: Next) =>
+    known.answerAfterCheck(req, res, () => sendError(res, err), () => next(false));
   if (endpoint.runs === 'reserved') {
-    return function answerNotImplemented(_req, res, next) {
-      sendError(res, errors.notImplemented());
-      next(false);
+    return function answerNotImplemented(req, res, next) {
+      refuse(req, res, errors.notImplemented(), next);
     };
   }
   if (endpoint.runs === 'stream') {
@@ -72,8 +84,7 @@ export function serveEndpoint({ pool, maxQueued, streams, log }: Runners, name: 
       try {
         query = endpoint.parse(domainRequest(req), { 'last-event-id': req.headers['last-event-id'] as string | undefined });
       } catch (err) {
-        sendError(res, err as ApiError);
-        return next(false);
+        return refuse(req, res, err as ApiError, next);
       }
       if (streams.full) {
         log.warn({ requestId: req.requestId }, 'event streams full, refusing another');
@@ -81,11 +92,11 @@ export function serveEndpoint({ pool, maxQueued, streams, log }: Runners, name: 
         return next(false);
       }
       // restify answers 500 for a chain that ends before its response has begun: next comes after the head.
-      streams.open(req, res, query).catch((err: unknown) => {
+      known.check(req).then(() => streams.open(req, res, query).catch((err: unknown) => {
         log.warn({ requestId: req.requestId, err: errorFields(err) }, 'event stream could not open');
         if (res.headersSent) res.destroy();
         else sendError(res, errors.unavailable());
-      }).finally(() => next(false));
+      }), (err: unknown) => known.answerFailure(req, res, err)).finally(() => next(false));
     };
   }
   return function runEndpoint(req, res, next) {
@@ -93,13 +104,13 @@ export function serveEndpoint({ pool, maxQueued, streams, log }: Runners, name: 
     try {
       request = domainRequest(req);
     } catch (err) {
-      sendError(res, err as ApiError);
-      return next(false);
+      return refuse(req, res, err as ApiError, next);
     }
     if (endpoint.runs === 'inline') {
-      const result = endpoint.handler(request);
-      sendEnvelope(res, result.status, result.response);
-      return next(false);
+      withKeyCheck(db, request, (checked) => endpoint.handler(checked, request)).then((result) => {
+        sendEnvelope(res, result.status, result.response);
+      }, (err: unknown) => known.answerFailure(req, res, err)).finally(() => next(false));
+      return;
     }
     if (pool.queueSize >= maxQueued) {
       log.warn({ requestId: req.requestId }, 'worker queue full, shedding load');
@@ -107,6 +118,7 @@ export function serveEndpoint({ pool, maxQueued, streams, log }: Runners, name: 
       return next(false);
     }
     pool.run({ endpoint: name as PoolEndpointName, request }).then((result) => {
+      if (result.refusedKey) known.forget(req);
       if (result.status === 503) sendError(res, errors.unavailable());
       else sendSerializedEnvelope(res, result.status, result.json);
       next(false);

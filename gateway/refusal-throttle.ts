@@ -1,13 +1,10 @@
 // Slows down guessing: each client address has a budget of refused authentications (a token
-// bucket holding `perMinute`, refilled at perMinute/60 a second). Past it, a key this process has
-// not seen succeed is refused with 429 without a database lookup; a key it has seen succeed is
-// still looked up, so an honest client behind the same address keeps working and a revocation
-// still counts at once.
+// bucket holding `perMinute`, refilled at perMinute/60 a second). Past it, a key that must be
+// looked up is refused with 429 without the lookup; a key this process knows (known-keys.ts)
+// never reaches the throttle, so an honest client behind the same address keeps working.
 
 /** Addresses remembered at once; past it the oldest are forgotten (they start again with a full budget). */
 const MAX_ADDRESSES = 100_000;
-/** Keys remembered as recognised; past it the set starts again (they are looked up as usual). */
-const MAX_RECOGNISED_KEYS = 100_000;
 
 interface Bucket {
   tokens: number;
@@ -18,7 +15,6 @@ export class RefusalThrottle {
   private readonly capacity: number;
   private readonly refillPerMs: number;
   private readonly buckets = new Map<string, Bucket>();
-  private readonly recognised = new Set<string>();
 
   /** perMinute 0: no bound. */
   constructor(perMinute: number) {
@@ -27,35 +23,31 @@ export class RefusalThrottle {
   }
 
   /**
-   * Before a lookup of a key not recognised here: takes one of the address's refusals ahead, so
-   * that lookups in flight count too (a flood over many connections cannot pass more than the
-   * budget while its lookups are running). Returns 0 when the lookup may go ahead, else the
-   * seconds until the budget allows one more.
+   * Before a lookup: takes one of the address's refusals ahead, so that lookups in flight count
+   * too (a flood over many connections cannot pass more than the budget while its lookups are
+   * running). Returns 0 when the lookup may go ahead, else the seconds until the budget allows
+   * one more.
    */
-  admit(address: string, keyHash: string, nowMs = Date.now()): number {
-    if (this.capacity === 0 || this.recognised.has(keyHash)) return 0;
+  admit(address: string, nowMs = Date.now()): number {
+    if (this.capacity === 0) return 0;
     const bucket = this.bucketOf(address, nowMs);
     if (bucket.tokens < 1) return Math.max(1, Math.ceil((1 - bucket.tokens) / this.refillPerMs / 1000));
     bucket.tokens -= 1;
     return 0;
   }
 
-  /** The lookup found the key usable: the refusal taken ahead is given back, and the key is recognised. */
-  accepted(address: string, keyHash: string, nowMs = Date.now()): void {
-    if (this.recognised.has(keyHash)) return;
-    if (this.capacity > 0) this.bucketOf(address, nowMs).tokens += 1;
-    if (this.recognised.size >= MAX_RECOGNISED_KEYS) this.recognised.clear();
-    this.recognised.add(keyHash);
+  /** The lookup found the key usable: the refusal taken ahead is given back. */
+  accepted(address: string, nowMs = Date.now()): void {
+    this.giveBack(address, nowMs);
   }
 
   /** The lookup could not be made (the database away): the refusal taken ahead is given back. */
-  undecided(address: string, keyHash: string, nowMs = Date.now()): void {
-    if (this.capacity > 0 && !this.recognised.has(keyHash)) this.bucketOf(address, nowMs).tokens += 1;
+  undecided(address: string, nowMs = Date.now()): void {
+    this.giveBack(address, nowMs);
   }
 
-  /** The lookup refused the key: it is recognised no more (its refusal was taken ahead, or it was recognised). */
-  refused(keyHash: string): void {
-    this.recognised.delete(keyHash);
+  private giveBack(address: string, nowMs: number): void {
+    if (this.capacity > 0) this.bucketOf(address, nowMs).tokens += 1;
   }
 
   private bucketOf(address: string, nowMs: number): Bucket {

@@ -2,12 +2,12 @@
 import { errors } from '../domain/errors.ts';
 import { holdsScope } from '../domain/scopes.ts';
 import { sendError } from './envelope.ts';
+import type { KnownKeys } from './known-keys.ts';
 import type { Handler } from './types.ts';
 
-export function requireScope(scope: string): Handler {
+export function requireScope(scope: string, known: KnownKeys): Handler {
   return function checkScope(req, res, next) {
     if (req.caller && holdsScope(req.caller.scope, scope)) return next();
-    sendError(res, errors.missingScope(scope));
-    next(false);
+    known.answerAfterCheck(req, res, () => sendError(res, errors.missingScope(scope)), () => next(false));
   };
 }

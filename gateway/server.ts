@@ -12,6 +12,7 @@ import { answerClientErrors } from './client-errors.ts';
 import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, serveEndpoint } from './dispatch.ts';
 import { EventStreams } from './event-streams.ts';
+import { KnownKeys } from './known-keys.ts';
 import { allEndpoints } from '../workers/endpoints/registry.ts';
 import { sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
@@ -91,6 +92,7 @@ function logRequests(server: restify.Server, log: Logger): void {
 export async function startGateway(config: Config, log: Logger, databaseUrl: string): Promise<Gateway> {
   const tls = await loadCertificate(config);
   const pool = createPool(config, log, databaseUrl);
+  const known = new KnownKeys(pool, config.keyMemorySize, log);
   const workers = createWorkerPool(config, databaseUrl);
   let httpsPort = config.httpsPort;
 
@@ -115,28 +117,26 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   };
   const pre: Handler[] = [closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
-  pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
+  pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, known, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
   for (const handler of pre) server.pre(handler as never);
 
   const streams = new EventStreams(pool, databaseUrl, config, log);
-  const runners = { pool: workers, maxQueued: config.maxQueuedTasks, streams, log };
+  const runners = { pool: workers, db: pool, known, maxQueued: config.maxQueuedTasks, streams, log };
   // The router, derived from the endpoint registry: each endpoint's scope check, then its handler.
   for (const [name, endpoint] of allEndpoints()) {
     const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[endpoint.method];
-    register.call(server, routerPath(endpoint.path), requireScope(endpoint.scope) as never, serveEndpoint(runners, name, endpoint) as never);
+    register.call(server, routerPath(endpoint.path), requireScope(endpoint.scope, known) as never, serveEndpoint(runners, name, endpoint) as never);
   }
   for (const [path, handler] of Object.entries(health(pool))) server.get(path, handler as never);
   server.get('/openapi.json', serveOpenApi() as never);
 
   // Step 5 and 6: the router's own refusals, in the contract's words.
-  server.on('NotFound', (_req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {
-    sendGatewayNotFound(res);
-    done();
+  server.on('NotFound', (req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {
+    known.answerAfterCheck(req, res, () => sendGatewayNotFound(res), done);
   });
-  server.on('MethodNotAllowed', (_req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {
+  server.on('MethodNotAllowed', (req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {
     res.removeHeader('Allow');
-    sendError(res, errors.unprocessable());
-    done();
+    known.answerAfterCheck(req, res, () => sendError(res, errors.unprocessable()), done);
   });
   server.on('restifyError', (req: GatewayRequest, res: restify.Response, err: Error, done: () => void) => {
     if (!res.headersSent) {

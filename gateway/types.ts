@@ -7,6 +7,10 @@ export interface GatewayRequest extends Request {
   clientIp: string;
   rawBody?: Buffer;
   caller?: CallerKey;
+  /** The SHA-256 of the caller's secret, by which known-keys.ts remembers it. */
+  callerHash?: string;
+  /** Authentication looked the key up for this request; false while a key known from memory is unchecked. */
+  callerChecked?: boolean;
 }
 
 export type Next = (err?: false) => void;

@@ -30,6 +30,8 @@ export interface Config {
   authRefusalsPerMinute: number;
   /** How long a 429 for too many refusals is held before it is answered. */
   authRefusalDelayMs: number;
+  /** Keys a web process recognises from memory (gateway/known-keys.ts); 0: every call looks its key up. */
+  keyMemorySize: number;
   /** Event streams one web process holds at once; past it, 503. */
   maxEventStreams: number;
   /** Bytes a stream's reader may leave unread before the stream is closed (it resumes by its last id). */
@@ -106,6 +108,9 @@ export function readConfig(env = process.env): Config {
     // A guesser waiting for each answer then guesses once a second per connection; an honest
     // client past the budget is told to wait longer than that anyway (Retry-After).
     authRefusalDelayMs: int(env, 'AUTH_REFUSAL_DELAY_MS', 1000),
+    // Far more keys than one process sees called in a while, at well under a kB each (about
+    // 5 MB); a key forgotten for the bound is looked up on its next call, nothing more.
+    keyMemorySize: int(env, 'KEY_MEMORY_SIZE', 10_000),
     // A stream costs a socket and a few kB; 2,000 leave room under MAX_CONNECTIONS for requests.
     maxEventStreams: int(env, 'MAX_EVENT_STREAMS', 2000),
     // About 1,000 events: a reader that far behind is better served resuming from its last id.

@@ -38,17 +38,28 @@ export interface Queryable {
   query(config: pg.QueryConfig): Promise<pg.QueryResult>;
 }
 
+/**
+ * What domain code reads and changes through: a pool, or one request's view of it that carries
+ * a check on its first statement or transaction (domain/key-check.ts).
+ */
+export interface Database extends Queryable {
+  connect(): Promise<pg.PoolClient>;
+  /** Opens the transaction on a client of this database; a pool's is a plain BEGIN. */
+  begin?(client: pg.PoolClient): Promise<void>;
+}
+
 /** Runs sql/queries/<name>.sql with bound values, as a prepared statement named after the file. */
 export async function run<T extends object = Record<string, unknown>>(db: Queryable, name: string, values: unknown[] = []): Promise<T[]> {
   const result = await db.query({ name, text: queryText(name), values });
   return result.rows as T[];
 }
 
-export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+export async function withTransaction<T>(db: Database, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await db.connect();
   let broken = false;
   try {
-    await client.query('BEGIN');
+    if (db.begin) await db.begin(client);
+    else await client.query('BEGIN');
     const value = await fn(client);
     await client.query('COMMIT');
     return value;

@@ -1,4 +1,5 @@
-// Every query lives in sql/queries/<name>.sql; this reads them once per process (or thread).
+// Every query lives in sql/queries/<name>.sql (and the few built around another in
+// sql/templates/); this reads them once per process (or thread).
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -21,6 +22,22 @@ export function migrationFiles(): Map<string, string> {
 /** An administrative script of sql/roles/, run by `release`. */
 export function roleScript(name: string): string {
   return readFileSync(path.join(SQL_DIR, 'roles', `${name}.sql`), 'utf8');
+}
+
+const TEMPLATES: ReadonlyMap<string, string> = readDir(path.join(SQL_DIR, 'templates'));
+
+/**
+ * sql/templates/<name>.sql with each `{{slot}}` replaced by its text: for the few statements
+ * built around another (a query, a quoted literal), which parameters cannot express.
+ */
+export function fillTemplate(name: string, slots: Readonly<Record<string, string>>): string {
+  const text = TEMPLATES.get(name);
+  if (text === undefined) throw new Error(`No SQL file sql/templates/${name}.sql`);
+  return text.replace(/\{\{(\w+)\}\}/g, (_, slot: string) => {
+    const value = slots[slot];
+    if (value === undefined) throw new Error(`sql/templates/${name}.sql: no value for {{${slot}}}`);
+    return value;
+  });
 }
 
 export function queryText(name: string): string {

@@ -1,6 +1,8 @@
 // Many processes on one database (decisions.md "Running it": any number of `web` and `worker`
-// processes may share one database): 2 web + 2 worker. A key revoked through one web process is
-// refused by the other on the very next call, and every audit job is processed exactly once.
+// processes may share one database): 2 web + 2 worker. A key both web processes know from memory
+// (gateway/known-keys.ts) and revoked through one, disabled with its project or consumer through
+// the workspace, or past its expires_at, is refused by each on the very next call; and every
+// audit job is processed exactly once.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
@@ -62,12 +64,49 @@ test(`a key revoked through one web process is refused (403) by the other on the
     secrets.add(made.key);
     ledger.changes.push({ type: 'key.created', projectId: owner.projectId, relatedId: made.id, name: made.name, outcome: 'committed', via: 'revoker', answers: [201] });
     assertSuccess(await caller.request('GET', '/v1/key/current', { key: made.key }), 200, 'the new key works on the other process');
+    assertSuccess(await revoker.request('GET', '/v1/key', { key: made.key }), 200, 'and on the revoking one: both know it now');
     assertSuccess(await revoker.request('DELETE', `/v1/key/${made.id}`, { key: owner.key }), 200, 'revoke');
     ledger.changes.push({ type: 'key.revoked', projectId: owner.projectId, relatedId: made.id, outcome: 'committed', via: 'revoker', answers: [200] });
     assertError(await caller.request('GET', '/v1/key/current', { key: made.key }), 403, MESSAGES.refused, `revocation ${i}: the very next call on the other process`);
     assertError(await revoker.request('GET', '/v1/key/current', { key: made.key }), 403, MESSAGES.refused, `revocation ${i}: and on the revoking process`);
   }
   recordFigure(SUITE, 'revocations seen by the other web process at once', REVOCATIONS);
+});
+
+/** Calls on both web processes, so that each knows the key (gateway/known-keys.ts). */
+async function knownToBoth(key: string): Promise<void> {
+  for (const client of clients) assertSuccess(await client.request('GET', '/v1/key', { key }), 200, 'the key works on both processes');
+}
+
+async function refusedByBoth(key: string, status: number, message: string, what: string): Promise<void> {
+  for (const [i, client] of clients.entries()) {
+    assertError(await client.request('GET', '/v1/key', { key }), status, message, `${what}: the very next call on web ${i}`);
+  }
+}
+
+test('a key both web processes know is refused by each on the very next call when the workspace disables its project or consumer', async () => {
+  const doomed = await group.createProject('Project to disable');
+  secrets.add(doomed.key);
+  await knownToBoth(doomed.key);
+  await group.workspace('project', 'disable', doomed.projectId);
+  await refusedByBoth(doomed.key, 403, MESSAGES.refused, 'project disabled');
+
+  const orphaned = await group.createProject('Consumer to disable');
+  secrets.add(orphaned.key);
+  await knownToBoth(orphaned.key);
+  await group.workspace('consumer', 'disable', orphaned.consumerId);
+  await refusedByBoth(orphaned.key, 403, MESSAGES.refused, 'consumer disabled');
+});
+
+test('a key both web processes know answers 401 on each from the second its expires_at passes', async () => {
+  const owner = projects[0]!;
+  const expiresAt = Math.floor(Date.now() / 1000) + 3;
+  const made = assertSuccess(await clients[0]!.request('POST', '/v1/key', { key: owner.key, body: { name: ledger.uniqueName('key'), scope: ['key:read'], expires_at: expiresAt } }), 201, 'create');
+  secrets.add(made.key);
+  ledger.changes.push({ type: 'key.created', projectId: owner.projectId, relatedId: made.id, name: made.name, outcome: 'committed', via: 'web-a', answers: [201] });
+  await knownToBoth(made.key);
+  await sleep(Math.max(0, expiresAt * 1000 - Date.now()) + 50);
+  await refusedByBoth(made.key, 401, MESSAGES.expired, 'expires_at passed');
 });
 
 test('under concurrent changes through both web processes, every audit job is processed exactly once', async () => {

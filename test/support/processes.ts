@@ -290,12 +290,17 @@ export class ProcessGroup {
     return client;
   }
 
+  /** A workspace command on this group's database, to its end; its JSON output. */
+  async workspace(...args: string[]): Promise<any> {
+    const outcome = await this.runOnce(['bin/workspace.ts', ...args],
+      this.envFor({ logFile: path.join(this.logDir, 'workspace.log') }, { LOG_LEVEL: 'warn' }), 60_000);
+    if (outcome.code !== 0) throw new Error(`workspace ${args.join(' ')} exited ${outcome.code}: ${outcome.stderr}`);
+    return JSON.parse(outcome.stdout);
+  }
+
   /** `workspace project create --name <name>` on this group's database. */
   async createProject(name: string): Promise<TestProject> {
-    const outcome = await this.runOnce(['bin/workspace.ts', 'project', 'create', '--name', name],
-      this.envFor({ logFile: path.join(this.logDir, 'workspace.log') }, { LOG_LEVEL: 'warn' }), 60_000);
-    if (outcome.code !== 0) throw new Error(`workspace project create exited ${outcome.code}: ${outcome.stderr}`);
-    const made = JSON.parse(outcome.stdout);
+    const made = await this.workspace('project', 'create', '--name', name);
     return { projectId: made.project.id, consumerId: made.consumer.id, keyId: made.key.id, key: made.key.key };
   }
 

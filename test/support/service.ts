@@ -127,7 +127,7 @@ export class TestService {
     });
     const log = createLogger(config.logLevel, 'test', logFile);
     const db = createPool(config, log, url, 4);
-    const services: Services = { pool: db, boss: await startProducer(db, log), log };
+    const services: Services = { pool: db, db, boss: await startProducer(db, log), log };
     const serviceUrl = options.role ? asRole(url, options.role) : url;
     const workers = options.jobWorkers === false ? undefined : await startJobWorkers(config, log, serviceUrl);
     const gateway = await startGateway(config, log, options.databaseUrl ?? serviceUrl);

@@ -4,6 +4,7 @@ import type { ApiError } from '../../domain/errors.ts';
 import type { StreamQuery } from '../../domain/events.ts';
 import type { DomainRequest, DomainResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
+import type { Database } from '../../lib/db.ts';
 
 /** A JSON Schema (2020-12, as OpenAPI 3.1 uses it). */
 export type JsonSchema = { readonly [keyword: string]: unknown };
@@ -42,11 +43,11 @@ export interface PoolEndpoint<Response = unknown> extends Declaration {
   handler: (services: Services, req: DomainRequest) => Promise<DomainResult<Response>>;
 }
 
-/** Runs on the gateway's thread: it needs nothing the authentication did not already read. */
+/** Runs on the gateway's thread, over its pool: one statement, no work worth a thread hop. */
 export interface InlineEndpoint<Response = unknown> extends Declaration {
   runs: 'inline';
   success: { status: 200 | 201; schema: JsonSchema };
-  handler: (req: DomainRequest) => DomainResult<Response>;
+  handler: (db: Database, req: DomainRequest) => Promise<DomainResult<Response>>;
 }
 
 /** Reserved (api.md 4.4): authenticated and scope-checked, then 501. */

@@ -20,7 +20,7 @@ const STOP_GRACE_MS = 8000;
 export async function startJobWorkers(config: Config, log: Logger, databaseUrl: string): Promise<JobWorkers> {
   const pool: pg.Pool = createPool(config, log, databaseUrl, 4);
   const boss = await startConsumer(databaseUrl, log);
-  const services = { pool, boss, log };
+  const services = { pool, db: pool, boss, log };
   const stopping = new AbortController();
 
   /**

@@ -3,6 +3,7 @@
 // a result here, so the gateway only ever relays what comes back.
 import { workerData } from 'node:worker_threads';
 import { ApiError, errors, isDatabaseUnavailable } from '../../domain/errors.ts';
+import { KeyRefusal, withKeyCheck } from '../../domain/key-check.ts';
 import type { DomainRequest, DomainResult, SerializedResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
 import { ENDPOINTS, type PoolEndpointName } from '../endpoints/registry.ts';
@@ -30,7 +31,7 @@ let services: Promise<Services> | undefined;
 /** pg-boss reads its queue list at start; retried on failure so a thread born in an outage recovers. */
 function ready(): Promise<Services> {
   services ??= startProducer(pool, log).then(
-    (boss) => ({ pool, boss, log }),
+    (boss) => ({ pool, db: pool, boss, log }),
     (err) => { services = undefined; throw err; },
   );
   return services;
@@ -41,14 +42,16 @@ function failure(err: ApiError): DomainResult {
 }
 
 export default async function runTask(task: PoolTask): Promise<SerializedResult> {
-  const { status, response } = await resultOf(task);
-  return { status, json: JSON.stringify(response) };
+  const { status, response, refusedKey } = await resultOf(task);
+  return { status, json: JSON.stringify(response), ...(refusedKey ? { refusedKey } : {}) };
 }
 
-async function resultOf({ endpoint, request }: PoolTask): Promise<DomainResult> {
+async function resultOf({ endpoint, request }: PoolTask): Promise<DomainResult & { refusedKey?: true }> {
   try {
-    return await ENDPOINTS[endpoint].handler(await ready(), request);
+    const base = await ready();
+    return await withKeyCheck<DomainResult>(pool, request, (db) => ENDPOINTS[endpoint].handler({ ...base, db }, request));
   } catch (err) {
+    if (err instanceof KeyRefusal) return { ...failure(err), refusedKey: true };
     if (err instanceof ApiError) return failure(err);
     if (isDatabaseUnavailable(err)) {
       log.warn({ requestId: request.requestId, endpoint, err: errorFields(err) }, 'database unavailable');

@@ -1,0 +1,101 @@
+// A key the web process recognised from memory (gateway/key-memory.ts) is checked where the
+// request reaches the database anyway: riding in its first statement, or in the BEGIN of its
+// change. An answer no statement carried the check to waits for the check on a round trip of
+// its own, so a refused key's answer keeps its place first in the order of checks
+// (decisions.md). The rule itself is the database's function key_check (sql/migrations).
+import type pg from 'pg';
+import { run, type Database } from '../lib/db.ts';
+import { fillTemplate } from '../lib/sql-files.ts';
+import { ApiError, errors } from './errors.ts';
+import type { DomainRequest } from './requests.ts';
+
+const OUTCOME = 'pms_key_check';
+const ROW = 'pms_row';
+
+/** The check refused the key: its own answer, and the gateway forgets the key. */
+export class KeyRefusal extends ApiError {}
+
+/** The riding text of each named statement, by name and number of parameters. */
+const ridingTexts = new Map<string, string>();
+
+function ridingText(config: pg.QueryConfig, keyParam: number): string {
+  const cacheKey = config.name === undefined ? undefined : `${config.name}/${keyParam}`;
+  let text = cacheKey === undefined ? undefined : ridingTexts.get(cacheKey);
+  if (text === undefined) {
+    text = fillTemplate('key_check_riding', { key: `$${keyParam}`, statement: config.text.trimEnd().replace(/;$/, '') });
+    if (cacheKey !== undefined) ridingTexts.set(cacheKey, text);
+  }
+  return text;
+}
+
+/** One request's view of the database while its key is not yet checked. */
+export class KeyCheckedDatabase implements Database {
+  #pending = true;
+  readonly #pool: pg.Pool;
+  readonly #keyId: string;
+
+  constructor(pool: pg.Pool, keyId: string) {
+    this.#pool = pool;
+    this.#keyId = keyId;
+  }
+
+  async query(config: pg.QueryConfig): Promise<pg.QueryResult> {
+    if (!this.#pending) return this.#pool.query(config);
+    const values = [...(config.values ?? []), this.#keyId];
+    const result = await this.#pool.query({
+      name: config.name === undefined ? undefined : `${config.name}+key`,
+      text: ridingText(config, values.length),
+      values,
+    });
+    this.#settle(result.rows[0]?.[OUTCOME]);
+    const rows = result.rows.filter((row) => row[ROW] !== null).map(({ [OUTCOME]: _outcome, [ROW]: _row, ...row }) => row);
+    return { ...result, rows, rowCount: rows.length };
+  }
+
+  connect(): Promise<pg.PoolClient> {
+    return this.#pool.connect();
+  }
+
+  async begin(client: pg.PoolClient): Promise<void> {
+    if (!this.#pending) {
+      await client.query('BEGIN');
+      return;
+    }
+    const text = fillTemplate('key_check_begin', { key: client.escapeLiteral(this.#keyId) });
+    const results = await client.query(text) as unknown as pg.QueryResult[];
+    this.#settle(results[1]?.rows[0]?.key_check);
+  }
+
+  /** The check on its own round trip, unless a statement already carried it. */
+  async confirm(): Promise<void> {
+    if (!this.#pending) return;
+    const [row] = await run<{ key_check: string }>(this.#pool, 'key_check', [this.#keyId]);
+    this.#settle(row?.key_check);
+  }
+
+  #settle(outcome: unknown): void {
+    this.#pending = false;
+    if (outcome === 'activated') return;
+    const refusal = outcome === 'expired' ? errors.keyExpired() : errors.keyRefused();
+    throw new KeyRefusal(refusal.status, refusal.message);
+  }
+}
+
+/**
+ * Runs a request's work over the database it should see: the pool itself when authentication
+ * looked the key up for this request, else the view that checks the key, which has checked it
+ * by the time any answer, success or failure, comes back.
+ */
+export async function withKeyCheck<T>(pool: pg.Pool, request: DomainRequest, work: (db: Database) => Promise<T>): Promise<T> {
+  if (request.keyChecked) return work(pool);
+  const db = new KeyCheckedDatabase(pool, request.caller.id);
+  let result: T;
+  try {
+    result = await work(db);
+  } catch (err) {
+    if (err instanceof ApiError && !(err instanceof KeyRefusal)) await db.confirm();
+    throw err;
+  }
+  await db.confirm();
+  return result;
+}

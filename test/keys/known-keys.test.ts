@@ -1,0 +1,141 @@
+// A key the web process has seen authenticate is recognised from memory (gateway/known-keys.ts)
+// and costs no lookup of its own; its check rides in the request's own statement or transaction
+// (domain/key-check.ts). Exactness stays: a known key revoked behind this process's back (as
+// another process or the workspace would), disabled with its project or consumer, or past its
+// expires_at, is refused on its very next call, whichever answer that call would otherwise get,
+// and before it (the order of checks, decisions.md).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { disableConsumer, disableProject } from '../../domain/projects.ts';
+import { assertGatewayNotFound } from '../gateway/helpers.ts';
+import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
+import { LookupCounter } from '../support/lookups.ts';
+import { TestService, type RequestOptions, type TestProject } from '../support/service.ts';
+
+const WORKSPACE = { origin: 'workspace' as const, ip: '127.0.0.1' };
+
+let service: TestService;
+let project: TestProject;
+let lookups: LookupCounter;
+
+before(async () => {
+  service = await TestService.start();
+  project = await service.createProject();
+  lookups = await LookupCounter.open(service.databaseUrl);
+});
+after(async () => {
+  await lookups.close();
+  await service.stop();
+});
+
+/** A new key of the project, called once so that the process knows it. */
+async function knownKey(scope = ['*'], target = project) {
+  const made = await createKey(service, target.key, { name: 'known', scope });
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
+  return made;
+}
+
+const revokeBehindTheProcess = (id: string) => service.db.query(`UPDATE api_keys SET status = 'revoked' WHERE id = $1`, [id]);
+
+test('a known key is answered without a lookup of its own, on the pool, inline and on the gateway', async (t) => {
+  if (!lookups.available) return t.skip('this PostgreSQL has no pg_stat_statements');
+  const { key } = await knownKey();
+  const before = await lookups.count();
+  assertSuccess(await service.request('GET', '/v1/key', { key }));
+  assertSuccess(await service.request('GET', '/v1/key/current', { key }));
+  assertSuccess(await service.request('POST', '/v1/key', { key, body: { name: 'made by a known key', scope: ['key:read'] } }), 201);
+  assertGatewayNotFound(await service.request('GET', '/v1/nothing-here', { key }));
+  assert.equal(await lookups.count(), before, 'authentication queries run for a known key');
+});
+
+// Each answer a call can get, made with a known key that was revoked since: the refusal instead.
+const CALLS: Array<{ what: string; method: string; path: string; options?: RequestOptions; scope?: string[] }> = [
+  { what: 'an inline read (GET /v1/key/current)', method: 'GET', path: '/v1/key/current' },
+  { what: 'a read on the pool (GET /v1/key)', method: 'GET', path: '/v1/key' },
+  { what: 'a read that finds nothing (GET /v1/key/<unknown id>)', method: 'GET', path: '/v1/key/papi_00000000000000000000000000' },
+  { what: 'a change (POST /v1/key)', method: 'POST', path: '/v1/key', options: { body: { name: 'n', scope: ['key:read'] } } },
+  { what: 'a change that fails validation (POST /v1/key without a name)', method: 'POST', path: '/v1/key', options: { body: { scope: ['key:read'] } } },
+  { what: 'a body that is not JSON', method: 'POST', path: '/v1/key', options: { body: Buffer.from('{not json') } },
+  { what: 'an unknown path', method: 'GET', path: '/v1/nothing-here' },
+  { what: 'a method the path does not offer', method: 'PATCH', path: '/v1/key' },
+  { what: 'a missing scope', method: 'POST', path: '/v1/app/create', scope: ['key:read'], options: { body: { name: 'a' } } },
+  { what: 'a reserved endpoint', method: 'GET', path: '/v1/run-usage/summary' },
+  { what: 'the event stream', method: 'GET', path: '/v1/event/stream' },
+];
+
+for (const call of CALLS) {
+  test(`a known key revoked behind the process is refused on its very next call: ${call.what}`, async () => {
+    const made = await knownKey(call.scope);
+    await revokeBehindTheProcess(made.id);
+    const options = { ...call.options, key: made.key };
+    assertError(await service.request(call.method, call.path, options), 403, MESSAGES.refused, 'first call');
+    // Forgotten by then: the next call is looked up, and refused alike.
+    assertError(await service.request(call.method, call.path, options), 403, MESSAGES.refused, 'second call');
+  });
+}
+
+test('a known key whose project the workspace disables is refused on its very next call', async () => {
+  const other = await service.createProject('to disable');
+  const made = await knownKey(['*'], other);
+  await disableProject(service.services, WORKSPACE, other.projectId);
+  assertError(await service.request('GET', '/v1/key', { key: made.key }), 403, MESSAGES.refused);
+  assertError(await service.request('POST', '/v1/app/create', { key: other.key, body: { name: 'a' } }), 403, MESSAGES.refused);
+});
+
+test('a known key whose consumer the workspace disables is refused on its very next call', async () => {
+  const other = await service.createProject('consumer to disable');
+  const made = await knownKey(['*'], other);
+  await disableConsumer(service.services, WORKSPACE, other.consumerId);
+  assertError(await service.request('GET', '/v1/app/list', { key: made.key }), 403, MESSAGES.refused);
+});
+
+test('a known key whose expires_at passes answers 401 from that moment, on every kind of call', async () => {
+  for (const call of CALLS.filter((c) => !c.scope)) {
+    const made = await knownKey();
+    await service.db.query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [made.id]);
+    assertError(await service.request(call.method, call.path, { ...call.options, key: made.key }), 401, MESSAGES.expired, call.what);
+  }
+});
+
+test('a change by a known key refused by its check leaves nothing behind', async () => {
+  const made = await knownKey();
+  await revokeBehindTheProcess(made.id);
+  const { rows: [before] } = await service.db.query('SELECT count(*)::int AS n FROM api_keys WHERE project_id = $1', [project.projectId]);
+  assertError(await service.request('POST', '/v1/key', { key: made.key, body: { name: 'never', scope: ['key:read'] } }), 403, MESSAGES.refused);
+  const { rows: [afterwards] } = await service.db.query('SELECT count(*)::int AS n FROM api_keys WHERE project_id = $1', [project.projectId]);
+  assert.equal(afterwards.n, before.n);
+});
+
+test('a known, usable key keeps the order of checks: scope, then JSON, then validation', async () => {
+  const reader = await knownKey(['key:read']);
+  assertError(await service.request('POST', '/v1/key', { key: reader.key, body: { name: 'n' } }), 403, MESSAGES.missingScope('key:write'));
+  const writer = await knownKey(['key:*']);
+  assertError(await service.request('POST', '/v1/key', { key: writer.key, body: Buffer.from('[') }), 400, MESSAGES.invalidJson);
+  assertError(await service.request('POST', '/v1/key', { key: writer.key, body: { scope: ['key:read'] } }), 422, 'name is required.');
+  // GET /v1/key/current reads the stored key for a known one: its last use shows once written.
+  const current = assertSuccess(await service.request('GET', '/v1/key/current', { key: writer.key }));
+  assert.equal(current.id, writer.id);
+});
+
+test('KEY_MEMORY_SIZE bounds the keys remembered; 0 looks every call up', async (t) => {
+  if (!lookups.available) return t.skip('this PostgreSQL has no pg_stat_statements');
+  for (const [size, expected] of [[0, 6], [1, 5], [2, 1]] as const) {
+    const small = await TestService.start({ env: { KEY_MEMORY_SIZE: String(size) } });
+    try {
+      const counter = await LookupCounter.open(small.databaseUrl);
+      const mine = await small.createProject();
+      const second = await createKey(small, mine.key, { name: 'second', scope: ['*'] });
+      const beforeCalls = await counter.count();
+      // Alternating two keys: a memory of one forgets each before its next call.
+      for (let i = 0; i < 3; i++) {
+        assertSuccess(await small.request('GET', '/v1/key', { key: mine.key }));
+        assertSuccess(await small.request('GET', '/v1/key', { key: second.key }));
+      }
+      assert.equal(await counter.count() - beforeCalls, expected, `lookups with KEY_MEMORY_SIZE=${size}`);
+      await counter.close();
+    } finally {
+      await small.stop();
+    }
+  }
+});
