@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { PgBoss } from 'pg-boss';
 import restify from 'restify';
+import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import type { CallerKey, DomainRequest } from '../domain/requests.ts';
 import { hashSecret } from '../domain/secrets.ts';
 import { readConfig } from '../lib/config.ts';
@@ -45,8 +46,11 @@ for (const endpoint of Object.values(ENDPOINTS)) {
     req.on('data', (chunk: Buffer) => { text += chunk; });
     req.on('end', () => {
       const request = requestOf(req, text ? JSON.parse(text) : {});
-      // As for a key the service knows from memory: the endpoint's own statements, without the key check.
-      const result = endpoint.runs === 'inline' ? endpoint.handler(pool, request) : endpoint.handler(services, request);
+      // As for a key the service knows from memory: the endpoint's own statements, without the
+      // key check (GET /v1/key/current's read of the key is that check: the twin makes it too).
+      const result = endpoint.runs === 'inline'
+        ? endpoint.handler(new KeyCheckedDatabase(pool, caller!.id), request)
+        : endpoint.handler(services, request);
       result.then(({ status, response }) => answer(res, status, response), () => answer(res, 503, 'twin failed')).finally(() => next(false));
     });
   });

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { run, type Database } from '../lib/db.ts';
 import { fillTemplate } from '../lib/sql-files.ts';
 import { ApiError, errors } from './errors.ts';
-import type { DomainRequest } from './requests.ts';
+import type { CallerKey, DomainRequest } from './requests.ts';
 
 const OUTCOME = 'pms_key_check';
 const ROW = 'pms_row';
@@ -64,6 +64,14 @@ export class KeyCheckedDatabase implements Database {
     const text = fillTemplate('key_check_begin', { key: client.escapeLiteral(this.#keyId) });
     const results = await client.query(text) as unknown as pg.QueryResult[];
     this.#settle(results[1]?.rows[0]?.key_check);
+  }
+
+  /** The caller's key as stored, read with its check: a statement that is the check itself. */
+  async caller(): Promise<CallerKey> {
+    const [row] = await run<CallerKey & { key_check: string }>(this.#pool, 'key_caller', [this.#keyId]);
+    this.#settle(row?.key_check);
+    const { key_check: _outcome, ...key } = row!;
+    return key;
   }
 
   /** The check on its own round trip, unless a statement already carried it. */

@@ -2,6 +2,7 @@
 import { isId, newId } from '../lib/ids.ts';
 import { run, type Database } from '../lib/db.ts';
 import { recordEvent } from './audit.ts';
+import { KeyCheckedDatabase } from './key-check.ts';
 import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
@@ -47,14 +48,11 @@ export async function listKeys(services: Services, req: DomainRequest) {
 
 /**
  * The key making the call, as stored now: when authentication just read it, that row; when the
- * gateway knew it from memory (where last_used_at is not kept fresh), a read that the key's
- * check rides in.
+ * gateway knew it from memory (where last_used_at is not kept fresh), a read that is its check.
  */
 export async function currentKey(db: Database, req: DomainRequest) {
-  if (req.keyChecked) return ok(keyView(req.caller));
-  const [row] = await run<KeyRow>(db, 'key_find', [req.caller.id, req.caller.project_id]);
-  if (!row) throw errors.keyRefused();
-  return ok(keyView(row));
+  if (req.keyChecked || !(db instanceof KeyCheckedDatabase)) return ok(keyView(req.caller));
+  return ok(keyView(await db.caller()));
 }
 
 export async function getKey(services: Services, req: DomainRequest) {
