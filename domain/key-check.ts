@@ -2,7 +2,8 @@
 // request reaches the database anyway: riding in its first statement, or in the BEGIN of its
 // change. An answer no statement carried the check to waits for the check on a round trip of
 // its own, so a refused key's answer keeps its place first in the order of checks
-// (decisions.md). The rule itself is the database's function key_check (sql/migrations).
+// (decisions.md). The rule itself is the view api_key_usable (sql/migrations/0008), which the
+// lookup by hash reads too.
 import type pg from 'pg';
 import { run, type Database } from '../lib/db.ts';
 import { fillTemplate } from '../lib/sql-files.ts';
@@ -68,16 +69,15 @@ export class KeyCheckedDatabase implements Database {
 
   /** The caller's key as stored, read with its check: a statement that is the check itself. */
   async caller(): Promise<CallerKey> {
-    const [row] = await run<CallerKey & { key_check: string }>(this.#pool, 'key_caller', [this.#keyId]);
-    this.#settle(row?.key_check);
-    const { key_check: _outcome, ...key } = row!;
-    return key;
+    const [row] = await run<CallerKey>(this.#pool, 'key_caller', [this.#keyId]);
+    this.#settle(row?.status);
+    return row!;
   }
 
   /** The check on its own round trip, unless a statement already carried it. */
   async confirm(): Promise<void> {
     if (!this.#pending) return;
-    const [row] = await run<{ key_check: string }>(this.#pool, 'key_check', [this.#keyId]);
+    const [row] = await run<{ key_check: string | null }>(this.#pool, 'key_check', [this.#keyId]);
     this.#settle(row?.key_check);
   }
 

@@ -1,2 +1,3 @@
--- The key check on its own round trip: for an answer that no statement of the request carried it to.
-SELECT key_check($1) AS key_check
+-- The check of a known key on its own round trip, for an answer no statement of the request
+-- carried it to: 'activated', 'expired', or null (refused).
+SELECT (SELECT status FROM api_key_usable WHERE id = $1) AS key_check

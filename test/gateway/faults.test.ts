@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { MESSAGES } from '../support/assertions.ts';
+import { createKey } from '../support/keys.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
 import { sleep } from '../support/wait.ts';
 import { assertError, assertRequestId, assertSuccess } from './helpers.ts';
@@ -59,22 +60,28 @@ test('a database fault inside an operation: 500 with nothing inner, logged with 
   assertSuccess(await service.request('GET', '/v1/event', { key: project.key }), 200, 'after the fault is undone');
 });
 
-test('a database fault while authenticating: 500 with nothing inner, logged with the request id', async () => {
-  await service.db.query('ALTER TABLE api_keys RENAME TO api_keys_gone');
-  let reply: Reply;
+test('a database fault while authenticating or checking a known key: 500 with nothing inner, logged with the request id', async () => {
+  // One key the process knows from memory (checked riding in the read), one it must look up.
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200, 'before the fault');
+  const fresh = await createKey(service, project.key, { name: 'looked up', scope: ['key:read'] });
+  // The view every lookup and every check of a key reads (sql/migrations/0008_key_check.sql).
+  await service.db.query('ALTER VIEW api_key_usable RENAME TO api_key_usable_gone');
+  const replies: Reply[] = [];
   try {
-    reply = await service.request('GET', '/v1/key/current', { key: project.key });
+    for (const key of [project.key, fresh.key]) replies.push(await service.request('GET', '/v1/key/current', { key }));
   } finally {
-    await service.db.query('ALTER TABLE api_keys_gone RENAME TO api_keys');
+    await service.db.query('ALTER VIEW api_key_usable_gone RENAME TO api_key_usable');
   }
-  assertError(reply, 500, MESSAGES.internal);
-  assertNothingLeaks(reply, ['api_keys', 'api_keys_gone']);
-
-  const requestId = assertRequestId(reply);
-  const lines = await waitForLogLine(requestId);
-  assert.ok(lines.length > 0, `an error is logged with request id ${requestId}`);
+  for (const reply of replies) {
+    assertError(reply, 500, MESSAGES.internal);
+    assertNothingLeaks(reply, ['api_key_usable', 'api_key_usable_gone']);
+    const requestId = assertRequestId(reply);
+    const lines = await waitForLogLine(requestId);
+    assert.ok(lines.length > 0, `an error is logged with request id ${requestId}`);
+  }
 
   assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200, 'after the fault is undone');
+  assertSuccess(await service.request('GET', '/v1/key/current', { key: fresh.key }), 200, 'after the fault is undone');
 });
 
 test('the log never holds a key secret or an Authorization header', async () => {

@@ -122,8 +122,8 @@ test('KEY_MEMORY_SIZE bounds the keys remembered; 0 looks every call up', async 
   if (!lookups.available) return t.skip('this PostgreSQL has no pg_stat_statements');
   for (const [size, expected] of [[0, 6], [1, 5], [2, 1]] as const) {
     const small = await TestService.start({ env: { KEY_MEMORY_SIZE: String(size) } });
+    const counter = await LookupCounter.open(small.databaseUrl);
     try {
-      const counter = await LookupCounter.open(small.databaseUrl);
       const mine = await small.createProject();
       const second = await createKey(small, mine.key, { name: 'second', scope: ['*'] });
       const beforeCalls = await counter.count();
@@ -133,8 +133,8 @@ test('KEY_MEMORY_SIZE bounds the keys remembered; 0 looks every call up', async 
         assertSuccess(await small.request('GET', '/v1/key', { key: second.key }));
       }
       assert.equal(await counter.count() - beforeCalls, expected, `lookups with KEY_MEMORY_SIZE=${size}`);
-      await counter.close();
     } finally {
+      await counter.close();
       await small.stop();
     }
   }

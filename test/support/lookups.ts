@@ -1,6 +1,12 @@
 // Counting the authentication queries a service ran (pg_stat_statements, preloaded by the test
 // PostgreSQL), to show an answer was given without a database lookup.
+import assert from 'node:assert/strict';
 import pg from 'pg';
+import { queryText } from '../../lib/sql-files.ts';
+
+/** The line that tells the lookup by hash apart from every other statement. */
+const LOOKUP_LINE = queryText('key_authenticate').split('\n').find((line) => line.startsWith('WHERE'))!;
+assert.ok(LOOKUP_LINE.includes('secret_hash'), 'the key lookup query is found by its WHERE line');
 
 export class LookupCounter {
   private readonly client: pg.Client;
@@ -19,11 +25,11 @@ export class LookupCounter {
     return counter;
   }
 
-  /** How many times the service ran the authentication query in its database so far. */
+  /** How many times the service ran the authentication query (sql/queries/key_authenticate.sql) in its database so far. */
   async count(): Promise<number> {
     const { rows } = await this.client.query(
       `SELECT coalesce(sum(calls), 0)::int AS n FROM pg_stat_statements
-       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query LIKE '%k.secret_hash = $1%'`);
+       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND strpos(query, $1) > 0`, [LOOKUP_LINE]);
     return rows[0].n;
   }
 
