@@ -168,8 +168,8 @@ async function visibilityStream(base: string, key: string, db: pg.Pool, changes:
     pending.push((async () => {
       const created = await call(`${base}/v1/key`, 'POST', key, { name: `visibility ${i}` });
       const answeredAt = performance.now();
-      // The change's job carries the event id it fixed; it committed with the change.
-      const { rows } = await db.query("SELECT data->>'id' AS id FROM pgboss.job WHERE name = 'audit.write' AND data->>'related_id' = $1", [created.body.response.id]);
+      // The event id the change fixed, in its outbox row or, once drained, in the event; one snapshot sees one of them.
+      const { rows } = await db.query('SELECT id FROM audit_outbox WHERE related_id = $1 UNION ALL SELECT id FROM events WHERE related_id = $1', [created.body.response.id]);
       for (;;) {
         if ((await call(`${base}/v1/event/${rows[0].id}`, 'GET', key)).status === 200) break;
       }
@@ -205,8 +205,8 @@ async function streamsPart(env: Record<string, string>, db: pg.Pool, projectId: 
     await waitHealthy(base);
     // The project's events of earlier parts written: every stream then starts from one known sequence.
     for (;;) {
-      const { rows } = await db.query("SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'audit.write' AND state IN ('created', 'retry', 'active')");
-      if (rows[0].n === 0) break;
+      const { rows } = await db.query('SELECT EXISTS (SELECT 1 FROM audit_outbox) AS waiting');
+      if (!rows[0].waiting) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     const { rows } = await db.query('SELECT coalesce(max(total), 0)::int AS last FROM project_event_counts WHERE project_id = $1', [projectId]);

@@ -1,12 +1,14 @@
 // The benchmark's twins (issue: each endpoint against its own bare twin): for every endpoint the
 // bench measures, a route that runs exactly that endpoint's handler (the same SQL files, the same
 // parameters, the same view, so the same bytes) for the bench's key, with no authentication,
-// scope check, pool thread, request log or audit job. A write's change runs in its transaction
-// without its job: the job producer here sends nothing. Built from the same restify, pg and
+// scope check, pool thread, request log or audit hand-off. A write's change runs in its transaction
+// without its audit_outbox row (that statement is not sent) and without the job requested after
+// its commit (the job producer here sends nothing). Built from the same restify, pg and
 // certificate as the service. Usage: node bench/twins.ts <port> <database-url> <key secret>
 import { readFileSync } from 'node:fs';
 import type { PgBoss } from 'pg-boss';
 import restify from 'restify';
+import { OUTBOX_INSERT } from '../domain/audit.ts';
 import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import type { CallerKey, DomainRequest } from '../domain/requests.ts';
 import { hashSecret } from '../domain/secrets.ts';
@@ -18,8 +20,14 @@ import { ENDPOINTS } from '../workers/endpoints/registry.ts';
 const [portArg, databaseUrl, secret] = process.argv.slice(2);
 const log = createLogger('warn', 'twins', 2);
 const pool = createPool(readConfig({ DB_POOL_SIZE: '8' }), log, databaseUrl!, 8);
-/** Sends no job: a twin is the change without its audit hand-off. */
+/** Sends no job and writes no outbox row: a twin is the change without its audit hand-off. */
 const boss = { send: async () => null } as unknown as PgBoss;
+pool.on('connect', (client) => {
+  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  client.query = ((...args: unknown[]) => ((args[0] as { name?: string } | undefined)?.name === OUTBOX_INSERT
+    ? Promise.resolve({ rows: [], rowCount: 0 })
+    : query(...args))) as typeof client.query;
+});
 const services = { pool, db: pool, boss, log };
 const tls = { cert: readFileSync(process.env.TLS_CERT_FILE!), key: readFileSync(process.env.TLS_KEY_FILE!) };
 const server = restify.createServer({ name: '', httpsServerOptions: tls, handleUncaughtExceptions: false });

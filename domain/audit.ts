@@ -1,12 +1,13 @@
-// The audit trail's write side: a change enqueues its event in its own transaction (the id is
-// fixed then), and the `audit.write` worker inserts it, idempotently, numbered and chained.
+// The audit trail's write side: a change hands its event over as a row of audit_outbox in its own
+// transaction (the id is fixed then), and the `audit.drain` job moves the rows into `events`,
+// numbered and chained, in batches, each exactly once.
 import type pg from 'pg';
 import { newId } from '../lib/ids.ts';
 import { run, withTransaction } from '../lib/db.ts';
 import { chainHash, GENESIS_HASH } from './audit-chain.ts';
 import { eventView } from './events.ts';
 import { isDatabaseUnavailable } from './errors.ts';
-import type { AuditJob, EventType, RelatedTable } from './jobs.ts';
+import type { AuditJob, EventType, QueueName, RelatedTable } from './jobs.ts';
 import type { Actor, Tx } from './services.ts';
 
 
@@ -18,21 +19,19 @@ export interface EventSpec {
   at: number;
 }
 
+/** The statement that hands an event over (the bench's twins leave it out: bench/twins.ts). */
+export const OUTBOX_INSERT = 'audit_outbox_insert';
+/** The queue of the job that drains audit_outbox (workers/jobs/audit-drain.ts). */
+export const DRAIN_QUEUE = 'audit.drain' satisfies QueueName;
+
 export async function recordEvent(tx: Tx, actor: Actor, spec: EventSpec): Promise<string> {
-  const job: AuditJob = {
-    id: newId('evnt'),
-    project_id: spec.projectId,
-    type: spec.type,
-    related_table: spec.related.table,
-    related_id: spec.related.id,
-    origin: actor.origin,
-    actor_id: actor.keyId ?? null,
-    ip_address: actor.ip,
-    details: spec.details ?? [],
-    created_at: spec.at,
-  };
-  await tx.send('audit.write', job);
-  return job.id;
+  const id = newId('evnt');
+  await run(tx.client, OUTBOX_INSERT, [
+    id, spec.projectId, spec.type, spec.related.table, spec.related.id, actor.origin, actor.keyId ?? null, actor.ip,
+    JSON.stringify(spec.details ?? []), spec.at,
+  ]);
+  tx.requestJob(DRAIN_QUEUE);
+  return id;
 }
 
 /** The channel the writer notifies when a project's chain moves (`<project_id>:<last sequence>`). */
@@ -52,51 +51,90 @@ function eventTypeIds(pool: pg.Pool): Promise<Map<string, string>> {
 }
 
 /**
- * The worker's side: a batch of jobs in one transaction. Under the lock of each project's chain
- * head, the events not yet written (a redelivered job's is) get the project's next sequence
- * numbers, in the order of their changes, and their hashes; then the heads move and the web
- * processes' event streams are told. Returns how many events this call wrote.
+ * The writer: a batch of events in the caller's transaction. Under the lock of each project's chain
+ * head, the events not yet written get the project's next sequence numbers, in the order of their
+ * changes, and their hashes; then the heads move and the web processes' event streams are told (on
+ * commit). `redelivered`: the batch may hold events written already (a pg-boss job delivered
+ * again), which are looked up and skipped; an outbox row is deleted as it is written, so the drain
+ * needs no lookup. Returns how many events this call wrote.
  */
+async function writeEventsIn(client: pg.PoolClient, typeIds: Map<string, string>, jobs: AuditJob[], redelivered: boolean): Promise<number> {
+  if (jobs.length === 0) return 0;
+  const projects = [...new Set(jobs.map((job) => job.project_id))].sort();
+  const heads = await run<{ project_id: string; last_sequence: string; last_hash: string | null }>(client, 'event_chain_lock', [projects]);
+  const written = new Set(redelivered
+    ? (await run<{ id: string }>(client, 'events_existing', [jobs.map((job) => job.id)])).map((row) => row.id)
+    : []);
+  const chains = new Map(heads.map((head) => {
+    const sequence = Number(head.last_sequence);
+    // Release hashes the events of before the chain (backfillChains) before any writer runs.
+    if (sequence > 0 && head.last_hash === null) throw new Error(`project ${head.project_id}: events not yet hashed; run release`);
+    return [head.project_id, { sequence, hash: head.last_hash ?? GENESIS_HASH, moved: false }];
+  }));
+  const rows: Array<AuditJob & { sequence: number; hash: string }> = [];
+  // Stable: events of one second keep the order they were handed over in.
+  for (const job of [...jobs].sort((a, b) => a.created_at - b.created_at)) {
+    if (written.has(job.id)) continue;
+    written.add(job.id);
+    const chain = chains.get(job.project_id)!;
+    const actorId = job.origin === 'api' ? job.actor_id ?? null : null;
+    const createdAt = Math.floor(job.created_at);
+    const event = eventView({
+      id: job.id, type_id: typeIds.get(job.type) ?? '', type_name: job.type,
+      related_table: job.related_table, related_id: job.related_id, origin: job.origin, ip_address: job.ip_address,
+      details: job.details, created_at: createdAt, sequence: chain.sequence + 1, actor_id: actorId, hash: null,
+    });
+    chain.sequence += 1;
+    chain.hash = chainHash(chain.hash, event);
+    chain.moved = true;
+    rows.push({ ...job, actor_id: actorId, created_at: createdAt, sequence: chain.sequence, hash: chain.hash });
+  }
+  if (rows.length === 0) return 0;
+  // An unknown type name fails here (type_id NOT NULL), rolling the batch back.
+  await run(client, 'events_insert', [JSON.stringify(rows)]);
+  const moved = [...chains].filter(([, chain]) => chain.moved);
+  await run(client, 'event_chain_advance', [
+    moved.map(([project]) => project), moved.map(([, chain]) => chain.sequence), moved.map(([, chain]) => chain.hash), EVENTS_CHANNEL,
+  ]);
+  return rows.length;
+}
+
+/** A batch of `audit.write` jobs (sent before audit_outbox existed) in one transaction. */
 export async function writeEvents(pool: pg.Pool, jobs: AuditJob[]): Promise<number> {
   if (jobs.length === 0) return 0;
   const typeIds = await eventTypeIds(pool);
-  return withTransaction(pool, async (client) => {
-    const projects = [...new Set(jobs.map((job) => job.project_id))].sort();
-    const heads = await run<{ project_id: string; last_sequence: string; last_hash: string | null }>(client, 'event_chain_lock', [projects]);
-    const written = new Set((await run<{ id: string }>(client, 'events_existing', [jobs.map((job) => job.id)])).map((row) => row.id));
-    const chains = new Map(heads.map((head) => {
-      const sequence = Number(head.last_sequence);
-      // Release hashes the events of before the chain (backfillChains) before any writer runs.
-      if (sequence > 0 && head.last_hash === null) throw new Error(`project ${head.project_id}: events not yet hashed; run release`);
-      return [head.project_id, { sequence, hash: head.last_hash ?? GENESIS_HASH, moved: false }];
-    }));
-    const rows: Array<AuditJob & { sequence: number; hash: string }> = [];
-    // Stable: jobs of one second keep the order pg-boss handed them over, the order they were sent.
-    for (const job of [...jobs].sort((a, b) => a.created_at - b.created_at)) {
-      if (written.has(job.id)) continue;
-      written.add(job.id);
-      const chain = chains.get(job.project_id)!;
-      const actorId = job.origin === 'api' ? job.actor_id ?? null : null;
-      const createdAt = Math.floor(job.created_at);
-      const event = eventView({
-        id: job.id, type_id: typeIds.get(job.type) ?? '', type_name: job.type,
-        related_table: job.related_table, related_id: job.related_id, origin: job.origin, ip_address: job.ip_address,
-        details: job.details, created_at: createdAt, sequence: chain.sequence + 1, actor_id: actorId, hash: null,
-      });
-      chain.sequence += 1;
-      chain.hash = chainHash(chain.hash, event);
-      chain.moved = true;
-      rows.push({ ...job, actor_id: actorId, created_at: createdAt, sequence: chain.sequence, hash: chain.hash });
-    }
-    if (rows.length === 0) return 0;
-    // An unknown type name fails here (type_id NOT NULL), rolling the batch back.
-    await run(client, 'events_insert', [JSON.stringify(rows)]);
-    const moved = [...chains].filter(([, chain]) => chain.moved);
-    await run(client, 'event_chain_advance', [
-      moved.map(([project]) => project), moved.map(([, chain]) => chain.sequence), moved.map(([, chain]) => chain.hash), EVENTS_CHANNEL,
-    ]);
-    return rows.length;
-  });
+  return withTransaction(pool, (client) => writeEventsIn(client, typeIds, jobs, true));
+}
+
+/** Events one drain transaction takes from audit_outbox. */
+export const DRAIN_BATCH_SIZE = 500;
+
+/**
+ * The `audit.drain` job's work: the oldest handed-over events, a batch per transaction, taken from
+ * audit_outbox and written to `events` in the same transaction (so a drain that dies, or runs twice,
+ * writes none twice). It goes on while batches come (under a steady stream of changes one job
+ * drains many batches, instead of a job per batch), until one comes back empty or `until` (ms since
+ * the epoch) has passed. Returns how many it wrote and whether it stopped with events left.
+ */
+export async function drainOutbox(pool: pg.Pool, until = Infinity, batchSize = DRAIN_BATCH_SIZE): Promise<{ written: number; more: boolean }> {
+  const typeIds = await eventTypeIds(pool);
+  let written = 0;
+  for (;;) {
+    const batch = await withTransaction(pool, async (client) => {
+      await run(client, 'audit_outbox_lock');
+      const events = await run<AuditJob>(client, 'audit_outbox_take', [batchSize]);
+      return { taken: events.length, written: await writeEventsIn(client, typeIds, events, false) };
+    });
+    written += batch.written;
+    if (batch.taken === 0) return { written, more: false };
+    if (Date.now() >= until) return { written, more: true };
+  }
+}
+
+/** Whether audit_outbox holds an event (the sweep that finds events whose wake-up was lost). */
+export async function outboxPending(pool: pg.Pool): Promise<boolean> {
+  const [row] = await run<{ pending: boolean }>(pool, 'audit_outbox_pending');
+  return row!.pending;
 }
 
 /**

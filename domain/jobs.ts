@@ -47,7 +47,10 @@ export interface TotalsJob {
 }
 
 export interface JobPayloads {
+  /** Events handed over before audit_outbox existed (sql/migrations/0007), still written. */
   'audit.write': AuditJob;
+  /** Carries nothing: the events wait in audit_outbox. */
+  'audit.drain': object;
   'key.expire': object;
   'run.finished': RunFinished;
   'app.totals': TotalsJob;

@@ -1,7 +1,7 @@
 // What a domain handler is given: the database, the job producer, a logger. Nothing of HTTP.
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { bossDb, wakeWorkers } from '../lib/jobs.ts';
+import { bossDb, requestJob, wakeWorkers } from '../lib/jobs.ts';
 import { withTransaction, type Database } from '../lib/db.ts';
 import type { Logger } from '../lib/log.ts';
 import type { JobPayloads, Origin, QueueName } from './jobs.ts';
@@ -15,23 +15,31 @@ export interface Services {
   log: Logger;
 }
 
-/** A change in progress: its transaction's client, and a way to enqueue jobs inside it. */
+/** A change in progress: its transaction's client, and ways to hand work to the job workers. */
 export interface Tx {
   client: pg.PoolClient;
+  /** Enqueues a job inside the transaction; its workers are woken once the change commits. */
   send<N extends QueueName>(queue: N, data: JobPayloads[N], options?: { singletonKey?: string }): Promise<void>;
+  /** Once the change commits, a job on `queue`, whose work the change left in its own rows. */
+  requestJob(queue: QueueName): void;
 }
 
-/** Runs one change in one transaction; jobs it sends commit or roll back with it. */
+/** Runs one change in one transaction; jobs and rows it hands over commit or roll back with it. */
 export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  const queues = new Set<string>();
+  const woken = new Set<string>();
+  const requested = new Set<string>();
   const result = await withTransaction(services.db, (client) => fn({
     client,
     async send(queue, data, options = {}) {
       // No id: no job was made (a stately queue already holds one), so there is nothing to wake.
-      if (await services.boss.send(queue, data as object, { ...options, db: bossDb(client) })) queues.add(queue);
+      if (await services.boss.send(queue, data as object, { ...options, db: bossDb(client) })) woken.add(queue);
+    },
+    requestJob(queue) {
+      requested.add(queue);
     },
   }));
-  for (const queue of queues) wakeWorkers(services.pool, queue);
+  for (const queue of woken) wakeWorkers(services.pool, queue);
+  for (const queue of requested) requestJob(services.pool, services.boss, queue);
   return result;
 }
 

@@ -42,38 +42,62 @@ export const QUICK_JOB = {
  * (a lost wake-up costs one polling interval, never a job), so holding the NOTIFY lock is brief.
  */
 const WAKE_SQL = `SELECT pg_notify(${notifyChannelSql('pgboss')}, $1), set_config('synchronous_commit', 'off', true)`;
-type WakeState = 'running' | 'again';
-const waking = new WeakMap<pg.Pool, Map<string, WakeState>>();
+type PendingState = 'running' | 'again';
+const pending = new WeakMap<pg.Pool, Map<string, PendingState>>();
+
+/**
+ * Runs `send` for a commit, coalesced per pool and key: one in flight, and one more after it (and
+ * `gapMs` after that) for every commit that landed meanwhile, so a burst of changes costs a few
+ * round trips and every commit is still followed by one sent after it. A failure is dropped: what
+ * is sent here is a hint whose loss costs latency (the workers' polling or sweep finds the work),
+ * never work.
+ */
+function afterCommit(pool: pg.Pool, key: string, gapMs: number, send: () => Promise<unknown>): void {
+  let states = pending.get(pool);
+  if (!states) pending.set(pool, states = new Map());
+  if (states.has(key)) {
+    states.set(key, 'again');
+    return;
+  }
+  states.set(key, 'running');
+  const once = (): void => {
+    send().catch(() => undefined).finally(() => {
+      if (states.get(key) === 'again') {
+        states.set(key, 'running');
+        if (gapMs > 0) setTimeout(once, gapMs);
+        else once();
+      } else {
+        states.delete(key);
+      }
+    });
+  };
+  once();
+}
 
 /**
  * Wakes the workers of `queue` after a commit that sent it jobs (domain/services.ts change()).
  * Those queues carry no NOTIFY of their own: PostgreSQL holds one lock across every committing
  * transaction that notifies, through its WAL flush, so a NOTIFY inside the change made every
- * change in the database commit one at a time. Coalesced per pool and queue: one wake-up in
- * flight, and one more after it for every commit that landed meanwhile, so a burst of changes
- * costs a few NOTIFYs, and every commit is still followed by a wake-up sent after it.
+ * change in the database commit one at a time.
  */
 export function wakeWorkers(pool: pg.Pool, queue: string): void {
-  let states = waking.get(pool);
-  if (!states) waking.set(pool, states = new Map());
-  if (states.has(queue)) {
-    states.set(queue, 'again');
-    return;
-  }
-  states.set(queue, 'running');
-  const wake = (): void => {
-    pool.query({ name: 'pgboss_wake', text: WAKE_SQL, values: [queue] }).catch(() => {
-      // A hint only: the workers' polling finds the jobs all the same.
-    }).finally(() => {
-      if (states.get(queue) === 'again') {
-        states.set(queue, 'running');
-        wake();
-      } else {
-        states.delete(queue);
-      }
-    });
-  };
-  wake();
+  afterCommit(pool, `wake ${queue}`, 0, () => pool.query({ name: 'pgboss_wake', text: WAKE_SQL, values: [queue] }));
+}
+
+/**
+ * The least time between two job requests of one pool: under a stream of changes each request
+ * then covers the commits of that time (pg-boss's job insert costs more than a NOTIFY), at the
+ * price of as much latency for events whose changes commit back to back.
+ */
+const REQUEST_GAP_MS = 5;
+
+/**
+ * Sends `queue` a job after a commit that left it work in the change's own rows (audit_outbox),
+ * outside the change's transaction. The queue keeps at most one job waiting (policy `short`), so
+ * under load most of these find one there and insert nothing; one that inserts wakes the workers.
+ */
+export function requestJob(pool: pg.Pool, boss: PgBoss, queue: string): void {
+  afterCommit(pool, `job ${queue}`, REQUEST_GAP_MS, () => boss.send(queue, {}));
 }
 
 /**

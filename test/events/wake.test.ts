@@ -1,11 +1,13 @@
-// How the audit worker learns of a change: not through pg-boss's NOTIFY inside the change's
-// transaction (PostgreSQL commits every notifying transaction one at a time), but through one
-// wake-up on pg-boss's channel sent after the commit (lib/jobs.ts wakeWorkers).
+// How the job workers learn of a change: never through pg-boss's NOTIFY inside the change's
+// transaction (PostgreSQL commits every notifying transaction one at a time), but after the commit:
+// a wake-up on pg-boss's channel for jobs the change sent (lib/jobs.ts wakeWorkers), and for its
+// audit event, an `audit.drain` job whose insert notifies (lib/jobs.ts requestJob).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import { appTotals } from '../../workers/jobs/app-totals.ts';
+import { auditDrain } from '../../workers/jobs/audit-drain.ts';
 import { auditWrite } from '../../workers/jobs/audit-write.ts';
 import { runFinished } from '../../workers/jobs/run-finished.ts';
 import { Secrets } from '../support/secrets.ts';
@@ -30,27 +32,28 @@ after(async () => {
   await service.stop();
 });
 
-test('the change queues carry no transactional NOTIFY; the run engine\'s queue keeps it', async () => {
-  const { rows } = await service.db.query('SELECT name, notify FROM pgboss.queue WHERE name = ANY ($1) ORDER BY name',
-    [[auditWrite.name, appTotals.name, runFinished.name]]);
+test('the queues a change sends to inside its transaction carry no NOTIFY; those sent outside it keep it', async () => {
+  const { rows } = await service.db.query('SELECT name, notify, policy FROM pgboss.queue WHERE name = ANY ($1) ORDER BY name',
+    [[auditWrite.name, auditDrain.name, appTotals.name, runFinished.name]]);
   assert.deepEqual(rows, [
-    { name: appTotals.name, notify: false },
-    { name: auditWrite.name, notify: false },
-    { name: runFinished.name, notify: true },
+    { name: appTotals.name, notify: false, policy: 'stately' },
+    { name: auditDrain.name, notify: true, policy: 'short' },
+    { name: auditWrite.name, notify: false, policy: 'standard' },
+    { name: runFinished.name, notify: true, policy: 'standard' },
   ]);
 });
 
-test('a change wakes the audit worker on pg-boss\'s channel once it has committed', async () => {
+test('a change wakes the audit drain on pg-boss\'s channel once it has committed', async () => {
   const p = await secrets.project(service, 'Wake');
   await service.waitForJobsDrained();
   heard.length = 0;
   const made = await secrets.key(service, p.key, { name: 'woken', scope: ['key:read'] });
-  await waitFor('a wake-up for audit.write', async () => (heard.includes(auditWrite.name) ? true : undefined));
+  await waitFor('a wake-up for audit.drain', async () => (heard.includes(auditDrain.name) ? true : undefined));
   await service.waitForEvents(p.projectId, 2);
   assert.ok(made.id, 'the key was made');
 });
 
-test('a burst of changes sends at most one wake-up per change, and every change gets its event', async () => {
+test('a burst of changes makes at most one drain job per change, and every change gets its event', async () => {
   const p = await secrets.project(service, 'Burst');
   await service.waitForJobsDrained();
   heard.length = 0;
@@ -58,6 +61,7 @@ test('a burst of changes sends at most one wake-up per change, and every change 
   assert.equal(made.length, 40);
   await service.waitForEvents(p.projectId, 41);
   await waitFor('the last wake-up', async () => (heard.length > 0 ? true : undefined));
-  const wakes = heard.filter((q) => q === auditWrite.name).length;
+  const wakes = heard.filter((q) => q === auditDrain.name).length;
   assert.ok(wakes >= 1 && wakes <= 40, `${wakes} wake-ups for 40 changes`);
+  assert.ok(!heard.includes(auditWrite.name), 'no audit.write job');
 });

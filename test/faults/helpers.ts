@@ -12,8 +12,12 @@ import type { Secrets } from '../support/secrets.ts';
 import type { Reply, TestProject } from '../support/service.ts';
 import { sleep } from '../support/wait.ts';
 
-/** The queues whose jobs a change (or a run report) leaves behind; key.expire is a cron tick. */
-export const CHANGE_QUEUES = ['audit.write', 'app.totals', 'run.finished'];
+/**
+ * The queues whose jobs a change (or a run report) leaves behind; key.expire is a cron tick.
+ * audit.write holds only jobs of the hand-over before audit_outbox; pendingJobs counts that table's
+ * rows too.
+ */
+export const CHANGE_QUEUES = ['audit.write', 'audit.drain', 'app.totals', 'run.finished'];
 
 export function openDb(url: string, max = 4): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max });
@@ -422,14 +426,17 @@ export interface PendingJobs {
 export async function pendingJobs(db: pg.Pool, queues = CHANGE_QUEUES): Promise<PendingJobs> {
   const { rows } = await db.query<{ state: string; n: number }>(
     `SELECT state, count(*)::int AS n FROM pgboss.job WHERE name = ANY($1) AND state IN ('created', 'retry', 'active') GROUP BY state`, [queues]);
-  const byState = Object.fromEntries(rows.map((r) => [r.state, r.n]));
+  const byState: Record<string, number> = Object.fromEntries(rows.map((r) => [r.state, r.n]));
+  // Events handed over and not yet drained are pending work as much as a job is.
+  const { rows: [outbox] } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_outbox');
+  if (queues.includes('audit.drain') && outbox!.n > 0) byState.outbox = outbox!.n;
   const { rows: active } = await db.query(
     `SELECT id, name, started_on, expire_seconds, retry_count, started_on + expire_seconds * interval '1 second' AS expires_at
      FROM pgboss.job WHERE name = ANY($1) AND state = 'active' ORDER BY started_on`, [queues]);
   const { rows: retrying } = await db.query(
     `SELECT id, name, retry_count, retry_delay_max, start_after, output
      FROM pgboss.job WHERE name = ANY($1) AND state = 'retry' ORDER BY start_after`, [queues]);
-  return { total: rows.reduce((sum, r) => sum + r.n, 0), byState, active, retrying };
+  return { total: Object.values(byState).reduce((sum, n) => sum + n, 0), byState, active, retrying };
 }
 
 /**

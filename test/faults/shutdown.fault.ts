@@ -90,10 +90,12 @@ async function lockWaiters(lock: HeldLock): Promise<number> {
   return rows[0].n;
 }
 
+/** The audit backlog: the project's events waiting in audit_outbox as `created`, the audit.drain jobs by their states. */
 async function jobsByState(): Promise<Record<string, number>> {
   const { rows } = await db.query(
-    "SELECT state::text, count(*)::int AS n FROM pgboss.job WHERE name = 'audit.write' AND data->>'project_id' = $1 GROUP BY 1", [project.projectId]);
-  return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+    "SELECT state::text, count(*)::int AS n FROM pgboss.job WHERE name = 'audit.drain' AND state <> 'created' GROUP BY 1");
+  const { rows: [waiting] } = await db.query('SELECT count(*)::int AS n FROM audit_outbox WHERE project_id = $1', [project.projectId]);
+  return { ...Object.fromEntries(rows.map((r) => [r.state, r.n])), created: waiting.n };
 }
 
 /** Waits for the rest of the audit jobs: within the bound as it should, else nudged, to check the events all the same. */

@@ -168,9 +168,14 @@ export class TestService {
     }, timeoutMs);
   }
 
-  /** Waits until no audit job is pending or running. */
-  waitForJobsDrained(timeoutMs = 10_000): Promise<void> {
-    return this.waitForJobsIdle(['audit.write'], timeoutMs);
+  /** Waits until no event waits in audit_outbox and no audit job is pending or running. */
+  async waitForJobsDrained(timeoutMs = 10_000): Promise<void> {
+    const started = Date.now();
+    await waitFor('events still waiting in audit_outbox', async () => {
+      const { rows } = await this.db.query('SELECT EXISTS (SELECT 1 FROM audit_outbox) AS waiting');
+      return rows[0].waiting ? undefined : true;
+    }, timeoutMs);
+    await this.waitForJobsIdle(['audit.write', 'audit.drain'], Math.max(1000, timeoutMs - (Date.now() - started)));
   }
 
   /** Waits until no job of these queues is pending or running. */

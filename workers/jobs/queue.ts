@@ -12,6 +12,12 @@ export interface JobQueue<N extends QueueName = QueueName> extends QueueSpec {
   fetch: WorkOptions;
   /** The batch's work; the worker completes the batch itself once it returns (start.ts). */
   handle(services: Services, jobs: Array<Job<JobPayloads[N]>>): Promise<void>;
+  /**
+   * For a queue whose work waits in rows the changes leave (audit_outbox), each change sending a job
+   * after its commit: every `intervalMs` the worker asks `pending` and sends the queue a job when it
+   * answers true, so work whose job was never sent is found all the same.
+   */
+  sweep?: { intervalMs: number; pending(services: Services): Promise<boolean> };
 }
 
 /**

@@ -2,6 +2,7 @@
 // names without a module here (or the other way round) fails the type check.
 import type { QueueName } from '../../domain/jobs.ts';
 import { appTotals } from './app-totals.ts';
+import { auditDrain } from './audit-drain.ts';
 import { auditWrite } from './audit-write.ts';
 import { keyExpire } from './key-expire.ts';
 import type { JobQueue } from './queue.ts';
@@ -9,6 +10,7 @@ import { runFinished } from './run-finished.ts';
 
 const BY_NAME: { [N in QueueName]: JobQueue<N> } = {
   'audit.write': auditWrite,
+  'audit.drain': auditDrain,
   'key.expire': keyExpire,
   'run.finished': runFinished,
   'app.totals': appTotals,

@@ -5,7 +5,7 @@ import type { JobPayloads, QueueName } from '../../domain/jobs.ts';
 import type { Config } from '../../lib/config.ts';
 import { createPool } from '../../lib/db.ts';
 import { startConsumer } from '../../lib/jobs.ts';
-import type { Logger } from '../../lib/log.ts';
+import { errorFields, type Logger } from '../../lib/log.ts';
 import type { JobQueue } from './queue.ts';
 import { JOB_QUEUES } from './registry.ts';
 import { rideOutFromNow, rideOutOutage } from './ride-out.ts';
@@ -37,10 +37,17 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
   });
   for (const queue of JOB_QUEUES) await work(queue);
 
+  // A failed sweep (the database away) is tried again at the next tick.
+  const sweeps = JOB_QUEUES.flatMap((queue) => queue.sweep ? [setInterval(() => {
+    queue.sweep!.pending(services).then((pending) => pending && !stopping.signal.aborted ? boss.send(queue.name, {}) : null)
+      .catch((err: unknown) => log.debug({ err: errorFields(err), queue: queue.name }, 'sweep failed'));
+  }, queue.sweep.intervalMs)] : []);
+
   log.info('job workers started');
   return {
     async stop() {
       stopping.abort();
+      for (const sweep of sweeps) clearInterval(sweep);
       // Graceful: jobs in hand finish (or go back to the queue) before the pool closes.
       await boss.stop({ graceful: true, timeout: STOP_GRACE_MS });
       await pool.end();
