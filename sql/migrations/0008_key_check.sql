@@ -2,11 +2,30 @@
 -- active. An expired key is in it too (status 'expired'): it is refused with its own 401. The
 -- lookup by the secret's hash (key_authenticate.sql) and the checks of a key a web process knows
 -- from memory (key_caller.sql, key_check.sql, sql/templates/) all read it; a view, so that the
--- planner folds it into each statement.
+-- planner folds it into each statement. api_key_view gains the hash (at its end, as CREATE OR
+-- REPLACE VIEW requires), so that this view reads api_keys once.
+CREATE OR REPLACE VIEW api_key_view AS
+SELECT
+  k.id,
+  k.project_id,
+  k.name,
+  k.key_preview,
+  k.scope,
+  key_status(k.status, k.expires_at) AS status,
+  unix_seconds(k.expires_at) AS expires_at,
+  unix_seconds(k.last_used_at) AS last_used_at,
+  k.created_by,
+  unix_seconds(k.created_at) AS created_at,
+  unix_seconds(k.updated_at) AS updated_at,
+  k.created_at AS created_ts,
+  -- Filters on the stored status (not the computed one) match the partial index api_keys_project_listed.
+  k.status AS stored_status,
+  k.secret_hash
+FROM api_keys k;
+
 CREATE VIEW api_key_usable AS
-SELECT v.*, k.secret_hash
-FROM api_keys k
-JOIN api_key_view v ON v.id = k.id
-JOIN projects p ON p.id = k.project_id AND p.status = 'active'
-JOIN consumers c ON c.id = k.created_by AND c.status = 'active'
-WHERE k.status <> 'revoked';
+SELECT v.*
+FROM api_key_view v
+JOIN projects p ON p.id = v.project_id AND p.status = 'active'
+JOIN consumers c ON c.id = v.created_by AND c.status = 'active'
+WHERE v.stored_status <> 'revoked';

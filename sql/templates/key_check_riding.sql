@@ -2,13 +2,18 @@
 -- with the check's outcome and no statement columns when the statement returns nothing, and the
 -- statement is not run at all when the key is refused (null) or expired. pms_row keeps the
 -- statement's own order.
+-- The check is a materialized CTE: as a subquery the planner would copy it into both places
+-- that read its outcome, and run it twice.
+WITH c AS MATERIALIZED (SELECT (SELECT status FROM api_key_usable WHERE id = {{key}}) AS pms_key_check)
 SELECT c.pms_key_check, q.*
-FROM (SELECT (SELECT status FROM api_key_usable WHERE id = {{key}}) AS pms_key_check) c
+FROM c
 LEFT JOIN LATERAL (
   SELECT row_number() OVER () AS pms_row, s.*
-  FROM (
+  -- OFFSET 0 keeps the statement planned on its own, as when it runs alone, so its rows come in
+  -- the order it gives them; merged into this query, its joins could be planned otherwise.
+  FROM (SELECT * FROM (
 {{statement}}
-  ) s
+  ) statement OFFSET 0) s
   WHERE c.pms_key_check = 'activated'
 ) q ON true
 ORDER BY q.pms_row
