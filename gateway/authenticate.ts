@@ -10,6 +10,7 @@ import { couldBeSecret, hashSecret } from '../domain/secrets.ts';
 import { run } from '../lib/db.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { sendError } from './envelope.ts';
+import { releaseAddress } from './pipelining.ts';
 import { RefusalThrottle } from './refusal-throttle.ts';
 import type { Handler } from './types.ts';
 
@@ -66,8 +67,13 @@ export function authenticate(pool: pg.Pool, log: Logger, refusalsPerMinute: numb
         sendError(res, errors.tooManyRefusals(waitSeconds));
         next(false);
       };
-      if (refusalDelayMs > 0) setTimeout(answer, refusalDelayMs);
-      else answer();
+      if (refusalDelayMs > 0) {
+        // Waiting is no work: the address's other requests go on (the connection stays held).
+        releaseAddress(res);
+        setTimeout(answer, refusalDelayMs);
+      } else {
+        answer();
+      }
       return;
     }
     run<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
