@@ -13,6 +13,7 @@ import { run } from '../lib/db.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { sendError } from './envelope.ts';
 import type { KnownKeys } from './known-keys.ts';
+import { releaseAddress } from './pipelining.ts';
 import { RefusalThrottle } from './refusal-throttle.ts';
 import type { Handler } from './types.ts';
 
@@ -77,8 +78,13 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
         sendError(res, errors.tooManyRefusals(waitSeconds));
         next(false);
       };
-      if (refusalDelayMs > 0) setTimeout(answer, refusalDelayMs);
-      else answer();
+      if (refusalDelayMs > 0) {
+        // Waiting is no work: the address's other requests go on (the connection stays held).
+        releaseAddress(res);
+        setTimeout(answer, refusalDelayMs);
+      } else {
+        answer();
+      }
       return;
     }
     run<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {

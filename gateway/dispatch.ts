@@ -11,6 +11,7 @@ import type { Endpoint } from '../workers/endpoints/endpoint.ts';
 import type { PoolEndpointName } from '../workers/endpoints/registry.ts';
 import { sendEnvelope, sendError, sendSerializedEnvelope } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
+import { releaseAddress } from './pipelining.ts';
 import type { GatewayRequest, Handler, Next } from './types.ts';
 import type { KnownKeys } from './known-keys.ts';
 import { withKeyCheck } from '../domain/key-check.ts';
@@ -92,7 +93,7 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, log }: Runn
         return next(false);
       }
       // restify answers 500 for a chain that ends before its response has begun: next comes after the head.
-      known.check(req).then(() => streams.open(req, res, query).catch((err: unknown) => {
+      known.check(req).then(() => streams.open(req, res, query).then(() => releaseAddress(res), (err: unknown) => {
         log.warn({ requestId: req.requestId, err: errorFields(err) }, 'event stream could not open');
         if (res.headersSent) res.destroy();
         else sendError(res, errors.unavailable());

@@ -1,13 +1,24 @@
-// Backpressure for pipelined requests. Node parses every request a connection sends and hands
-// each to the application at once, however many earlier answers the client has not read: one
-// read of 64 kB can hold two thousand small requests, all parsed, all in memory. Here a
-// connection's bytes reach Node's parser in small slices, and no further slice is fed while the
-// connection has `maxUnanswered` requests unanswered (an answer counts once it has been handed to
-// the kernel, so a client that does not read its answers stops being read itself). What one slice
-// holds beyond that waits its turn; a client that somehow gets far beyond it is cut off.
+// Backpressure for pipelined requests, per connection and per client address. Node parses every
+// request a connection sends and hands each to the application at once, however many earlier
+// answers the client has not read: one read of 64 kB can hold two thousand small requests, all
+// parsed, all in memory. Here a connection's bytes reach Node's parser in small slices, and no
+// further slice is fed while the connection has `maxUnanswered` requests unanswered (an answer
+// counts once it has been handed to the kernel, so a client that does not read its answers stops
+// being read itself). What one slice holds beyond that waits its turn; a client that somehow gets
+// far beyond it is cut off.
+//
+// A client that reads its answers as fast as they come is not slowed by that, and many such
+// connections from one address would take the whole process: each is served its share of every
+// turn of the event loop, and a turn grows with them, so an honest client elsewhere waits behind
+// them all. So a client address also has a bound on the requests it has in progress over all its
+// connections; past it, its requests wait and its connections are not read, and each answer hands
+// the address's freed place to its waiting connections in turn (round robin, so one connection
+// cannot starve the others of its address). The address is the one the rest of the gateway uses:
+// the peer's, or with TRUST_PROXY the client's that X-Forwarded-For names.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import tls from 'node:tls';
+import { clientAddress } from './request-id.ts';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 type DataListener = (chunk: Buffer) => void;
@@ -17,78 +28,214 @@ const SLICE_BYTES = 512;
 /** Requests parsed past the bound that may wait before the connection is cut off. */
 const WAITING_FACTOR = 4;
 
+export interface PaceOptions {
+  /** Requests one connection may have unanswered before it is not read further. */
+  maxUnanswered: number;
+  /** Requests one client address may have in progress over all its connections (0: no bound). */
+  maxPerAddress: number;
+  trustProxy: boolean;
+}
+
+interface Address {
+  key: string;
+  inProgress: number;
+  /** Connections with a request waiting for this address's room, in the order they began to wait. */
+  blocked: Set<Pace>;
+}
+
+interface Waiting {
+  req: IncomingMessage;
+  res: ServerResponse;
+  address: Address;
+}
+
 interface Pace {
+  socket: Socket;
   unanswered: number;
-  waiting: Array<[IncomingMessage, ServerResponse]>;
+  waiting: Waiting[];
   /** Bytes read but not yet given to the parser. */
   unfed: Buffer[];
   feed: DataListener[];
+  /** The listener's own request handlers (restify's). */
+  serve: Listener;
 }
 
-export function paceRequests(server: Server, maxUnanswered: number): void {
-  const listeners = server.listeners('request') as Listener[];
-  server.removeAllListeners('request');
-  const paces = new WeakMap<Socket, Pace>();
+const hasBody = (req: IncomingMessage) =>
+  req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
 
-  const serve = (req: IncomingMessage, res: ServerResponse) => {
-    for (const listener of listeners) listener.call(server, req, res);
+/** How a request in progress gives back its address's place (see releaseAddress). */
+const releases = new WeakMap<ServerResponse, () => void>();
+
+/**
+ * A request that only waits (an event stream once begun, an answer held back on purpose) is no
+ * work in progress: it gives its address's place back, and holds only its connection's until it
+ * is answered.
+ */
+export function releaseAddress(res: ServerResponse): void {
+  releases.get(res)?.();
+}
+
+/** One pacer serves every listener of a process, so an address's bound counts them all. */
+export function requestPacer(options: PaceOptions): (server: Server) => void {
+  const { maxUnanswered, maxPerAddress, trustProxy } = options;
+  const addresses = new Map<string, Address>();
+
+  const addressOf = (key: string): Address => {
+    let address = addresses.get(key);
+    if (!address) {
+      address = { key, inProgress: 0, blocked: new Set() };
+      addresses.set(key, address);
+    }
+    return address;
   };
-  const full = (pace: Pace) => pace.unanswered + pace.waiting.length >= maxUnanswered;
+  const forgetIfIdle = (address: Address) => {
+    if (address.inProgress === 0 && address.blocked.size === 0) addresses.delete(address.key);
+  };
+  const hasRoom = (address: Address) => maxPerAddress === 0 || address.inProgress < maxPerAddress;
 
-  /** Gives the parser slice after slice while the connection has room; keeps the rest. */
-  function feed(socket: Socket, pace: Pace): void {
-    while (pace.unfed.length > 0 && !full(pace) && !socket.destroyed) {
+  /** Starts the connection's waiting requests while it and their address have room. */
+  function startWaiting(pace: Pace): void {
+    while (pace.waiting.length > 0 && pace.unanswered < maxUnanswered && !pace.socket.destroyed) {
+      const next = pace.waiting[0]!;
+      if (!hasRoom(next.address)) {
+        next.address.blocked.add(pace);
+        return;
+      }
+      pace.waiting.shift();
+      start(pace, next);
+    }
+  }
+
+  /**
+   * Gives the parser slice after slice while nothing parsed waits and the connection has room;
+   * keeps the rest, and reads the socket only while all it read has been parsed.
+   */
+  function feed(pace: Pace): void {
+    const { socket } = pace;
+    while (pace.unfed.length > 0 && pace.waiting.length === 0 && pace.unanswered < maxUnanswered && !socket.destroyed) {
       const chunk = pace.unfed[0]!;
       const slice = chunk.subarray(0, SLICE_BYTES);
       if (slice.length === chunk.length) pace.unfed.shift();
       else pace.unfed[0] = chunk.subarray(SLICE_BYTES);
       for (const listener of pace.feed) listener.call(socket, slice);
     }
-    if (pace.unfed.length > 0 || full(pace)) socket.pause();
+    if (pace.unfed.length > 0 || pace.waiting.length > 0 || pace.unanswered >= maxUnanswered) socket.pause();
     else socket.resume();
   }
 
-  // After Node's own connection listener, which gave the socket its parser and 'data' listener.
-  server.on(server instanceof tls.Server ? 'secureConnection' : 'connection', (socket: Socket) => {
-    const pace: Pace = { unanswered: 0, waiting: [], unfed: [], feed: socket.listeners('data') as DataListener[] };
-    paces.set(socket, pace);
-    socket.removeAllListeners('data');
-    // A 'data' listener of our own makes Node read the socket through JS instead of handing it to
-    // the parser inside C++, so every chunk passes here first.
-    socket.on('data', (chunk: Buffer) => {
-      pace.unfed.push(chunk);
-      feed(socket, pace);
-    });
-  });
+  function advance(pace: Pace): void {
+    startWaiting(pace);
+    feed(pace);
+  }
 
-  function start(socket: Socket, pace: Pace, req: IncomingMessage, res: ServerResponse): void {
+  /** Hands the address's room to its blocked connections, one request each in turn. */
+  function wake(address: Address): void {
+    for (const pace of [...address.blocked]) {
+      if (!hasRoom(address)) return;
+      address.blocked.delete(pace);
+      // Back of the line once it has had its turn, if it has more waiting (startWaiting re-adds it).
+      advance(pace);
+    }
+  }
+
+  /**
+   * Answers given back in this turn of the event loop; their room is handed on in the next. An
+   * answer often completes within the turn that started it (a write the kernel takes at once), so
+   * room handed on at once would let an address start request after request in one turn, and every
+   * other client would wait for the turn to end: this way an address starts at most its bound a turn.
+   */
+  const freed: Address[] = [];
+
+  function handBack(): void {
+    const addresses = freed.splice(0);
+    for (const address of addresses) address.inProgress--;
+    for (const address of new Set(addresses)) {
+      wake(address);
+      forgetIfIdle(address);
+    }
+  }
+
+  function start(pace: Pace, { req, res, address }: Waiting): void {
     let answered = false;
+    let holdsAddress = true;
+    const giveBackAddress = () => {
+      if (!holdsAddress) return;
+      holdsAddress = false;
+      freed.push(address);
+      if (freed.length === 1) setImmediate(handBack);
+    };
+    const takeAgain = () => {
+      if (answered || holdsAddress) return;
+      holdsAddress = true;
+      address.inProgress++;
+    };
     const onAnswered = () => {
       if (answered) return;
       answered = true;
       pace.unanswered--;
-      const next = pace.waiting.shift();
-      if (next) return start(socket, pace, ...next);
-      feed(socket, pace);
+      giveBackAddress();
+      advance(pace);
     };
     pace.unanswered++;
+    address.inProgress++;
+    releases.set(res, giveBackAddress);
     res.once('finish', onAnswered);
     res.once('close', onAnswered);
-    serve(req, res);
+    pace.serve(req, res);
+    if (hasBody(req)) {
+      // A body still arriving at the end of this turn waits on its client, not on the process: the
+      // address's room is not held meanwhile (a slow body would block its address's other clients).
+      setImmediate(() => {
+        if (req.complete || answered) return;
+        giveBackAddress();
+        req.once('end', takeAgain);
+      });
+    }
   }
 
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const socket = req.socket;
-    const pace = paces.get(socket);
-    if (socket.destroyed || !pace) return;
-    if (pace.unanswered < maxUnanswered) {
-      start(socket, pace, req, res);
-    } else if (pace.waiting.length < maxUnanswered * WAITING_FACTOR) {
-      pace.waiting.push([req, res]);
-    } else {
-      pace.waiting.length = 0;
-      pace.unfed.length = 0;
-      socket.destroy();
-    }
-  });
+  return function paceRequests(server: Server): void {
+    const listeners = server.listeners('request') as Listener[];
+    server.removeAllListeners('request');
+    const paces = new WeakMap<Socket, Pace>();
+    const serve: Listener = (req, res) => {
+      for (const listener of listeners) listener.call(server, req, res);
+    };
+
+    // After Node's own connection listener, which gave the socket its parser and 'data' listener.
+    server.on(server instanceof tls.Server ? 'secureConnection' : 'connection', (socket: Socket) => {
+      const pace: Pace = {
+        socket, unanswered: 0, waiting: [], unfed: [], feed: socket.listeners('data') as DataListener[], serve,
+      };
+      paces.set(socket, pace);
+      socket.removeAllListeners('data');
+      // A 'data' listener of our own makes Node read the socket through JS instead of handing it to
+      // the parser inside C++, so every chunk passes here first.
+      socket.on('data', (chunk: Buffer) => {
+        pace.unfed.push(chunk);
+        feed(pace);
+      });
+      socket.once('close', () => {
+        for (const { address } of pace.waiting) {
+          address.blocked.delete(pace);
+          forgetIfIdle(address);
+        }
+        pace.waiting.length = 0;
+        pace.unfed.length = 0;
+      });
+    });
+
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      const socket = req.socket;
+      const pace = paces.get(socket);
+      if (socket.destroyed || !pace) return;
+      if (pace.waiting.length >= maxUnanswered * WAITING_FACTOR) {
+        socket.destroy();
+        return;
+      }
+      pace.waiting.push({ req, res, address: addressOf(clientAddress(req, trustProxy)) });
+      // Called while the parser runs: only starts what may start; the feed loop that called the
+      // parser goes on or stops by what is left waiting.
+      startWaiting(pace);
+    });
+  };
 }

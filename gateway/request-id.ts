@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Handler } from './types.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -9,12 +10,13 @@ export function requestId(trustProxy: boolean): Handler {
     const sent = req.headers['x-request-id'];
     req.requestId = typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : randomUUID();
     res.setHeader('X-Request-Id', req.requestId);
-    req.clientIp = clientIp(req, trustProxy);
+    req.clientIp = clientAddress(req, trustProxy);
     next();
   };
 }
 
-function clientIp(req: Parameters<Handler>[0], trustProxy: boolean): string {
+/** The client's address: the peer's, or behind a trusted proxy the first of X-Forwarded-For. */
+export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
   const peer = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
   if (!trustProxy) return peer;
   const forwarded = req.headers['x-forwarded-for'];

@@ -1,5 +1,6 @@
 // The web process: the HTTPS gateway (checks in the order decisions.md gives), the plain-HTTP
 // redirect listener, and the worker pool the gateway hands each request to.
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import restify from 'restify';
 import { ApiError, errors } from '../domain/errors.ts';
@@ -18,7 +19,7 @@ import { sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
 import { serveOpenApi } from './openapi-route.ts';
 import { acceptedMethods } from './method.ts';
-import { paceRequests } from './pipelining.ts';
+import { requestPacer } from './pipelining.ts';
 import { listenFailure } from './ports.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
@@ -45,7 +46,7 @@ const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 const STANDARD_HTTPS_PORT = 443;
 
 /** The listeners' shared settings: timeouts (a slow head or body gets 408) and request pacing. */
-function prepareListener(server: restify.Server, config: Config, https: boolean): void {
+function prepareListener(server: restify.Server, config: Config, https: boolean, paceRequests: (server: Server) => void): void {
   const http = server.server;
   http.headersTimeout = config.headersTimeoutMs;
   http.requestTimeout = config.requestTimeoutMs;
@@ -53,7 +54,7 @@ function prepareListener(server: restify.Server, config: Config, https: boolean)
   Object.assign(http, { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.headersTimeoutMs) });
   answerClientErrors(http, hardenedHeaders(https));
   continueAtBodyLimit(http);
-  paceRequests(http, config.maxPipelinedRequests);
+  paceRequests(http);
 }
 
 /** OpenAPI's `/v1/key/{key_id}` as restify routes it: `/v1/key/:key_id`. */
@@ -149,8 +150,13 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const redirect = restify.createServer({ name: '', log: log as never, handleUncaughtExceptions: false });
   redirect.pre(requestId(config.trustProxy) as never, setHardenedHeaders(false) as never, redirectAll(publicOrigin) as never);
 
-  prepareListener(server, config, true);
-  prepareListener(redirect, config, false);
+  const paceRequests = requestPacer({
+    maxUnanswered: config.maxPipelinedRequests,
+    maxPerAddress: config.maxRequestsPerAddress,
+    trustProxy: config.trustProxy,
+  });
+  prepareListener(server, config, true, paceRequests);
+  prepareListener(redirect, config, false, paceRequests);
   boundConnections([server.server, redirect.server], {
     maxConnections: config.maxConnections,
     maxConnectionsPerAddress: config.trustProxy ? 0 : config.maxConnectionsPerAddress,

@@ -26,6 +26,8 @@ export interface Config {
   maxConnectionsPerAddress: number;
   /** Requests one connection may have unanswered before the gateway stops reading it. */
   maxPipelinedRequests: number;
+  /** Requests one client address may have in progress over all its connections (0: no bound). */
+  maxRequestsPerAddress: number;
   /** Refused authentications one client address may cause per minute before 429 (0: no bound). */
   authRefusalsPerMinute: number;
   /** How long a 429 for too many refusals is held before it is answered. */
@@ -102,6 +104,10 @@ export function readConfig(env = process.env): Config {
     // HTTP/1.1 clients rarely pipeline at all; 8 keeps the pool fed without letting one socket
     // queue unbounded work.
     maxPipelinedRequests: Math.max(1, int(env, 'MAX_PIPELINED_REQUESTS', 8)),
+    // Half of what one pool thread runs at once (TASKS_PER_THREAD): one address alone still keeps
+    // the process busy, and it starts no more than this in a turn of the event loop, which an
+    // honest client elsewhere waits out at most.
+    maxRequestsPerAddress: int(env, 'MAX_REQUESTS_PER_ADDRESS', 16),
     // An honest client with a bad key stops after a few refusals; a guesser at thousands a second
     // is held to one database lookup per second or so after its first 60.
     authRefusalsPerMinute: int(env, 'AUTH_REFUSALS_PER_MINUTE', 60),

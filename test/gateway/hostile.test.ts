@@ -1,13 +1,15 @@
 // Hostile clients, each rule on its own (the fault suite's hostile file floods real processes):
 // sockets that never finish TLS or a request are destroyed; connections are bounded per process
-// and per address; pipelining is paced per connection; refused authentications are throttled per
-// address (429 without a database lookup); every answer carries the hardening headers.
+// and per address; pipelining is paced per connection, requests in progress per address;
+// refused authentications are throttled per address (429 without a database lookup); every
+// answer carries the hardening headers.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { LookupCounter } from '../support/lookups.ts';
 import { MESSAGES, TITLES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
@@ -57,9 +59,12 @@ interface Conversation {
 }
 
 /** Opens a TLS connection, writes `data` (each string one write, `gapMs` apart), reads until the service closes it. */
-function converse(service: TestService, parts: string[], gapMs = 0, timeoutMs = 10_000): Promise<Conversation> {
+function converse(service: TestService, parts: string[], gapMs = 0, timeoutMs = 10_000, localAddress?: string): Promise<Conversation> {
   return new Promise((resolve, reject) => {
-    const socket = tls.connect({ host: '127.0.0.1', port: new URL(service.baseUrl).port as unknown as number, ca: readFileSync(service.config.tlsCertFile!), servername: 'localhost' });
+    const port = Number(new URL(service.baseUrl).port);
+    const tcp = localAddress ? net.connect({ host: '127.0.0.1', port, localAddress }) : undefined;
+    tcp?.on('error', () => {});
+    const socket = tls.connect({ host: '127.0.0.1', port, socket: tcp, ca: readFileSync(service.config.tlsCertFile!), servername: 'localhost' });
     const chunks: Buffer[] = [];
     let started = 0;
     const timer = setTimeout(() => {
@@ -301,6 +306,97 @@ describe('pipelined requests', () => {
     const requests = Array.from({ length: 50 }, () => healthz()).join('');
     const { text } = await converse(service, [requests]);
     assert.ok(parseRaw(text).length <= 2 * DEPTH, `answers: ${parseRaw(text).length}`);
+  });
+});
+
+describe('requests in progress per client address', () => {
+  const PER_ADDRESS = 2;
+  /** Another client address: all of 127.0.0.0/8 is loopback on Linux. */
+  const OTHER = '127.0.0.2';
+  let service: TestService;
+  let project: TestProject;
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false, env: { MAX_REQUESTS_PER_ADDRESS: String(PER_ADDRESS) } });
+    project = await service.createProject();
+  });
+  after(() => service.stop());
+
+  const current = () => `GET /v1/key/current HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${project.key}\r\nConnection: close\r\n\r\n`;
+
+  test('past the bound an address\'s request is not started until one of its own is answered; another address is served meanwhile', async () => {
+    // The keys table locked: every key lookup waits in the database, a request in progress.
+    const locker = new pg.Client({ connectionString: service.databaseUrl });
+    await locker.connect();
+    const waitingOnLock = async () => Number((await locker.query(
+      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
+      const requests = Array.from({ length: PER_ADDRESS + 1 }, () => converse(service, [current()], 0, 10_000, OTHER));
+      await sleep(500);
+      assert.equal(await waitingOnLock(), PER_ADDRESS, 'lookups waiting in the database: the address\'s bound, not one more');
+      const started = Date.now();
+      assertSuccess(await service.request('GET', '/healthz'), 200);
+      assert.ok(Date.now() - started < 500, `the other address answered after ${Date.now() - started} ms`);
+      await locker.query('COMMIT');
+      for (const { text } of await Promise.all(requests)) assert.equal(parseRaw(text)[0]?.status, 200, text);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {});
+      await locker.end();
+    }
+  });
+
+  test('an answer held back on purpose does not count: a 429 held past the refusal budget leaves room for the address\'s others', async () => {
+    const held = await TestService.start({
+      jobWorkers: false,
+      env: { MAX_REQUESTS_PER_ADDRESS: '1', AUTH_REFUSALS_PER_MINUTE: '1', AUTH_REFUSAL_DELAY_MS: '2000' },
+    });
+    try {
+      const guess = `GET /v1/key/current HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-project-${'a'.repeat(43)}\r\nConnection: close\r\n\r\n`;
+      assert.equal(parseRaw((await converse(held, [guess])).text)[0]?.status, 403, 'the budget\'s one refusal');
+      const guesses = [converse(held, [guess]), converse(held, [guess])];
+      await sleep(200);
+      const started = Date.now();
+      assertSuccess(await held.request('GET', '/healthz'), 200);
+      assert.ok(Date.now() - started < 1000, `the address's next request answered after ${Date.now() - started} ms`);
+      for (const { text } of await Promise.all(guesses)) assert.equal(parseRaw(text)[0]?.status, 429, text);
+    } finally {
+      await held.stop();
+    }
+  });
+
+  test('a body still arriving does not count: the address\'s others are served while it trickles', async () => {
+    const slow = converse(service, [
+      `POST /v1/key HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${project.key}\r\nContent-Type: application/json\r\nContent-Length: 20\r\nConnection: close\r\n\r\n`,
+      '{"name":', '"trickled"', '} ',
+    ], 600);
+    const slower = converse(service, [
+      `POST /v1/key HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${project.key}\r\nContent-Type: application/json\r\nContent-Length: 20\r\nConnection: close\r\n\r\n`,
+      '{"name":', '"trickled"', '} ',
+    ], 600);
+    await sleep(300);
+    const started = Date.now();
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
+    assert.ok(Date.now() - started < 500, `answered after ${Date.now() - started} ms beside ${PER_ADDRESS} bodies arriving`);
+    for (const { text } of await Promise.all([slow, slower])) assert.equal(parseRaw(text)[0]?.status, 201, text);
+  });
+
+  test('an open event stream does not count: more streams than the bound, and requests beside them, are served', async () => {
+    const streams = await Promise.all(Array.from({ length: PER_ADDRESS + 1 }, () => new Promise<tls.TLSSocket>((resolve, reject) => {
+      const socket = tls.connect({ host: '127.0.0.1', port: Number(new URL(service.baseUrl).port), ca: readFileSync(service.config.tlsCertFile!), servername: 'localhost' });
+      socket.on('error', reject);
+      socket.once('secureConnect', () => socket.write(`GET /v1/event/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${project.key}\r\n\r\n`));
+      socket.once('data', (chunk: Buffer) => {
+        assert.match(chunk.toString('latin1'), /^HTTP\/1\.1 200 /);
+        resolve(socket);
+      });
+    })));
+    try {
+      for (let i = 0; i < PER_ADDRESS + 1; i++) assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
+    } finally {
+      for (const socket of streams) socket.destroy();
+    }
   });
 });
 
