@@ -20,7 +20,9 @@ export const auditDrain: JobQueue<'audit.drain'> = {
   // change's commit, in a transaction of its own, so its NOTIFY holds back no change's commit. Two
   // drains that run at once (two workers) take turns under the drain's lock (audit_outbox_lock.sql).
   options: { ...QUICK_JOB, policy: 'short', notify: true },
-  fetch: { ...FETCHING },
+  // Two at once: one drains while the other waits for the next job, so a job sent meanwhile is
+  // fetched the moment it is notified, not after the first one's turn (they take turns on the lock).
+  fetch: { ...FETCHING, localConcurrency: 2 },
   sweep: { intervalMs: SWEEP_INTERVAL_MS, pending: (services) => outboxPending(services.pool) },
   async handle(services) {
     const { more } = await drainOutbox(services.pool, Date.now() + DRAIN_SLICE_MS);
