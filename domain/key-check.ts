@@ -1,4 +1,4 @@
-// A key the web process recognised from memory (gateway/key-memory.ts) is checked where the
+// A key the web process recognised from memory (gateway/known-keys.ts) is checked where the
 // request reaches the database anyway: riding in its first statement, or in the BEGIN of its
 // change. An answer no statement carried the check to waits for the check on a round trip of
 // its own, so a refused key's answer keeps its place first in the order of checks

@@ -93,14 +93,14 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
         sendError(res, refused);
         return next(false);
       }
-      throttle.accepted(req.clientIp);
+      throttle.giveBack(req.clientIp);
       known.remember(hashKey, row!);
       req.caller = row!;
       req.callerChecked = true;
       noteUse(row!);
       next();
     }, (err: unknown) => {
-      throttle.undecided(req.clientIp);
+      throttle.giveBack(req.clientIp);
       if (isDatabaseUnavailable(err)) {
         sendError(res, errors.unavailable());
       } else {

@@ -1,6 +1,9 @@
 // The hand-off: an endpoint of the registry answers here, on the gateway's thread when it runs
 // inline, else by one message to a pool thread and one { status, json } back; then the envelope.
+import type pg from 'pg';
 import { Piscina } from 'piscina';
+import type { Response } from 'restify';
+import { withKeyCheck } from '../domain/key-check.ts';
 import { errors, type ApiError } from '../domain/errors.ts';
 import type { DomainRequest, SerializedResult } from '../domain/requests.ts';
 import type { Config } from '../lib/config.ts';
@@ -11,12 +14,9 @@ import type { Endpoint } from '../workers/endpoints/endpoint.ts';
 import type { PoolEndpointName } from '../workers/endpoints/registry.ts';
 import { sendEnvelope, sendError, sendSerializedEnvelope } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
+import type { KnownKeys } from './known-keys.ts';
 import { releaseAddress } from './pipelining.ts';
 import type { GatewayRequest, Handler, Next } from './types.ts';
-import type { KnownKeys } from './known-keys.ts';
-import { withKeyCheck } from '../domain/key-check.ts';
-import type pg from 'pg';
-import type { Response } from 'restify';
 
 const WORKER_FILE = new URL('../workers/pool/task.ts', import.meta.url).href;
 const BODY_METHODS = new Set(['POST', 'PATCH']);

@@ -5,13 +5,13 @@
 // so a key revoked or disabled through any process is refused first, on its very next call.
 // Bounded: past the bound the key remembered longest ago is forgotten (and looked up again).
 import type pg from 'pg';
+import type { Response } from 'restify';
 import { ApiError, errors, isDatabaseUnavailable } from '../domain/errors.ts';
 import { KeyCheckedDatabase, KeyRefusal } from '../domain/key-check.ts';
 import type { CallerKey } from '../domain/requests.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { sendError } from './envelope.ts';
 import type { GatewayRequest } from './types.ts';
-import type { Response } from 'restify';
 
 export class KnownKeys {
   readonly #keys = new Map<string, CallerKey>();

@@ -36,17 +36,11 @@ export class RefusalThrottle {
     return 0;
   }
 
-  /** The lookup found the key usable: the refusal taken ahead is given back. */
-  accepted(address: string, nowMs = Date.now()): void {
-    this.giveBack(address, nowMs);
-  }
-
-  /** The lookup could not be made (the database away): the refusal taken ahead is given back. */
-  undecided(address: string, nowMs = Date.now()): void {
-    this.giveBack(address, nowMs);
-  }
-
-  private giveBack(address: string, nowMs: number): void {
+  /**
+   * The lookup refused nothing: it found the key usable, or could not be made (the database
+   * away). The refusal taken ahead is given back.
+   */
+  giveBack(address: string, nowMs = Date.now()): void {
     if (this.capacity > 0) this.bucketOf(address, nowMs).tokens += 1;
   }
 
