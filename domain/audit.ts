@@ -108,15 +108,27 @@ export async function writeEvents(pool: pg.Pool, jobs: AuditJob[]): Promise<numb
 
 /** Events one drain transaction takes from audit_outbox. */
 export const DRAIN_BATCH_SIZE = 500;
+/** How often a lingering drain looks for events. */
+const LINGER_POLL_MS = 2;
+
+export interface Lingering {
+  /** How long the drain stays once the outbox is empty, looking for events, before it ends. */
+  ms: number;
+  /** Ends the lingering at once (the worker stopping, the job's claim lost). */
+  signal?: AbortSignal;
+}
 
 /**
  * The `audit.drain` job's work: the oldest handed-over events, a batch per transaction, taken from
  * audit_outbox and written to `events` in the same transaction (so a drain that dies, or runs twice,
  * writes none twice). It goes on while batches come (under a steady stream of changes one job
- * drains many batches, instead of a job per batch), until one comes back empty or `until` (ms since
- * the epoch) has passed. Returns how many it wrote and whether it stopped with events left.
+ * drains many batches, instead of a job per batch), until one comes back empty and no event comes
+ * while it lingers, or `until` (ms since the epoch) has passed. Returns how many it wrote and
+ * whether it stopped with events left.
  */
-export async function drainOutbox(pool: pg.Pool, until = Infinity, batchSize = DRAIN_BATCH_SIZE): Promise<{ written: number; more: boolean }> {
+export async function drainOutbox(
+  pool: pg.Pool, until = Infinity, batchSize = DRAIN_BATCH_SIZE, lingering: Lingering = { ms: 0 },
+): Promise<{ written: number; more: boolean }> {
   const typeIds = await eventTypeIds(pool);
   let written = 0;
   for (;;) {
@@ -126,9 +138,25 @@ export async function drainOutbox(pool: pg.Pool, until = Infinity, batchSize = D
       return { taken: events.length, written: await writeEventsIn(client, typeIds, events, false) };
     });
     written += batch.written;
-    if (batch.taken === 0) return { written, more: false };
-    if (Date.now() >= until) return { written, more: true };
+    if (batch.taken > 0) {
+      if (Date.now() >= until) return { written, more: true };
+    } else if (!(await eventsArrive(pool, Math.min(Date.now() + lingering.ms, until), lingering.signal))) {
+      return { written, more: false };
+    }
   }
+}
+
+/**
+ * Whether an event is handed over before `deadline`, looked for every LINGER_POLL_MS: under a
+ * stream of changes the drain that stays takes the next event in milliseconds, where a drain that
+ * ended waits for the next job's request, insert, notification and fetch.
+ */
+async function eventsArrive(pool: pg.Pool, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
+  while (Date.now() < deadline && !signal?.aborted) {
+    await new Promise((resolve) => setTimeout(resolve, LINGER_POLL_MS));
+    if (await outboxPending(pool)) return true;
+  }
+  return false;
 }
 
 /** Whether audit_outbox holds an event (the sweep that finds events whose wake-up was lost). */

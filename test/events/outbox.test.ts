@@ -65,6 +65,29 @@ test('drains run many at once write each event once, numbered in the order the c
   assert.equal((await trail(idle.db, p.projectId)).related.length, 122);
 });
 
+test('a lingering drain takes an event handed over while it lingers, ends once none comes, and ends at once when told to stop', async () => {
+  const p = await idle.createProject('Lingering drain');
+  await drainOutbox(idle.db);
+
+  // The outbox is empty when it starts: it stays, and writes the change made 100 ms later.
+  const lingering = drainOutbox(idle.db, Infinity, undefined, { ms: 1000 });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const [related] = await handOver(idle.services, p, 1);
+  const started = Date.now();
+  assert.deepEqual(await lingering, { written: 1, more: false });
+  const waited = Date.now() - started;
+  assert.ok(waited >= 900, `it lingered a second after the last event before ending (${waited} ms)`);
+  assert.deepEqual((await trail(idle.db, p.projectId)).related.slice(2), [related]);
+
+  const stop = new AbortController();
+  const stopped = drainOutbox(idle.db, Infinity, undefined, { ms: 60_000, signal: stop.signal });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const asked = Date.now();
+  stop.abort();
+  assert.deepEqual(await stopped, { written: 0, more: false });
+  assert.ok(Date.now() - asked < 500, 'a stopping worker is not held by a lingering drain');
+});
+
 test('a drain that dies mid-transaction writes nothing; the drain waiting behind it writes every event once', async () => {
   const p = await idle.createProject('Killed drain');
   await drainOutbox(idle.db);

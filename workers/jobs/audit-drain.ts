@@ -13,6 +13,12 @@ const SWEEP_INTERVAL_MS = 1000;
  * the job's expiry, so a large backlog (after an outage) never looks like a dead worker's job.
  */
 const DRAIN_SLICE_MS = (JOB_EXPIRE_SECONDS / 3) * 1000;
+/**
+ * How long a drain stays once it has found the outbox empty. Under a steady stream of changes
+ * (one every few milliseconds) it never leaves, and each event is written moments after its change
+ * commits, without a job of its own; after the last change it ends, so an idle worker holds no job.
+ */
+const DRAIN_LINGER_MS = 100;
 
 export const auditDrain: JobQueue<'audit.drain'> = {
   name: DRAIN_QUEUE,
@@ -24,8 +30,8 @@ export const auditDrain: JobQueue<'audit.drain'> = {
   // fetched the moment it is notified, not after the first one's turn (they take turns on the lock).
   fetch: { ...FETCHING, localConcurrency: 2 },
   sweep: { intervalMs: SWEEP_INTERVAL_MS, pending: (services) => outboxPending(services.pool) },
-  async handle(services) {
-    const { more } = await drainOutbox(services.pool, Date.now() + DRAIN_SLICE_MS);
+  async handle(services, _jobs, signal) {
+    const { more } = await drainOutbox(services.pool, Date.now() + DRAIN_SLICE_MS, undefined, { ms: DRAIN_LINGER_MS, signal });
     if (more) await services.boss.send(DRAIN_QUEUE, {});
   },
 };

@@ -10,8 +10,11 @@ export interface JobQueue<N extends QueueName = QueueName> extends QueueSpec {
   name: N;
   /** How the worker fetches: batch size, concurrency, polling. */
   fetch: WorkOptions;
-  /** The batch's work; the worker completes the batch itself once it returns (start.ts). */
-  handle(services: Services, jobs: Array<Job<JobPayloads[N]>>): Promise<void>;
+  /**
+   * The batch's work; the worker completes the batch itself once it returns (start.ts). `signal`
+   * aborts when the worker stops or the batch's claim is lost: work that waits watches it.
+   */
+  handle(services: Services, jobs: Array<Job<JobPayloads[N]>>, signal: AbortSignal): Promise<void>;
   /**
    * For a queue whose work waits in rows the changes leave (audit_outbox), each change sending a job
    * after its commit: every `intervalMs` the worker asks `pending` and sends the queue a job when it

@@ -31,8 +31,9 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
    * is settled. The retries stop when the worker stops or pg-boss gives up on the batch.
    */
   const work = <N extends QueueName>(queue: JobQueue<N>) => boss.work<JobPayloads[N]>(queue.name, queue.fetch, async (jobs) => {
-    const rideOut = rideOutFromNow(AbortSignal.any([stopping.signal, ...jobs.map((job) => job.signal)]));
-    await rideOutOutage(() => queue.handle(services, jobs), rideOut);
+    const ended = AbortSignal.any([stopping.signal, ...jobs.map((job) => job.signal)]);
+    const rideOut = rideOutFromNow(ended);
+    await rideOutOutage(() => queue.handle(services, jobs, ended), rideOut);
     await rideOutOutage(() => boss.complete(queue.name, jobs.map(({ id, retryCount }) => ({ id, retryCount }))), rideOut);
   });
   for (const queue of JOB_QUEUES) await work(queue);
