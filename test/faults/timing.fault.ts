@@ -15,9 +15,11 @@
 // The known key revoked since passes the route's chain (router, scope, the endpoint's read) before
 // its check refuses it, where a looked-up key is refused at authentication: ~0.1 ms more here,
 // once per key and process (the refusal forgets it), telling a caller only that this process
-// accepted the key lately. It is held to 0.25 ms, a third of a whole refused call, so that a
-// check grown costlier (a thread hop and another round trip, a slow hash, a sleep) shows; its
-// paired figures are recorded with the others.
+// accepted the key lately. It is held to a third of a whole refused call (the unknown key's
+// median), at least 0.25 ms, so that a check grown costlier (a thread hop and another round trip,
+// a slow hash, a sleep) shows, while a slower machine (refused calls of 1.1 ms instead of 0.6 put
+// the gap at 0.185 ms) does not fail for its own slowness; its paired figures are recorded with
+// the others.
 //
 // Tolerance: the spread between the three medians must stay under 15 % of their median or
 // 0.1 ms, whichever is larger. Measured on the 2-core test machine: a refused call takes
@@ -48,6 +50,7 @@ const WARM_UP = 150;
 const RELATIVE_TOLERANCE = 0.15;
 const ABSOLUTE_TOLERANCE_MS = 0.1;
 const KNOWN_KEY_TOLERANCE_MS = 0.25;
+const KNOWN_KEY_TOLERANCE_SHARE = 1 / 3;
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 type Kind = 'unknown' | 'revoked' | 'disabled' | 'known revoked';
@@ -201,7 +204,9 @@ test('an unknown, a revoked, a disabled-project key and a known key revoked sinc
   assert.ok(spread <= tolerance,
     `medians ${LOOKED_UP.map((k, i) => `${k} ${round3(medians[i]!)} ms`).join(', ')}: spread ${round3(spread)} ms exceeds ${round3(tolerance)} ms`);
   const knownGap = stats['known revoked'].median - stats.unknown.median;
+  const knownTolerance = Math.max(KNOWN_KEY_TOLERANCE_MS, stats.unknown.median * KNOWN_KEY_TOLERANCE_SHARE);
   recordFigure(SUITE, 'known revoked - unknown (medians) ms', round3(knownGap));
-  assert.ok(Math.abs(knownGap) <= KNOWN_KEY_TOLERANCE_MS,
-    `a known key revoked since: median ${round3(stats['known revoked'].median)} ms against unknown ${round3(stats.unknown.median)} ms, beyond ${KNOWN_KEY_TOLERANCE_MS} ms`);
+  recordFigure(SUITE, `known key tolerance ms (max of ${KNOWN_KEY_TOLERANCE_MS}, a third of an unknown key's call)`, round3(knownTolerance));
+  assert.ok(Math.abs(knownGap) <= knownTolerance,
+    `a known key revoked since: median ${round3(stats['known revoked'].median)} ms against unknown ${round3(stats.unknown.median)} ms, beyond ${round3(knownTolerance)} ms`);
 });
