@@ -147,9 +147,9 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
   const freed: Address[] = [];
 
   function handBack(): void {
-    const addresses = freed.splice(0);
-    for (const address of addresses) address.inProgress--;
-    for (const address of new Set(addresses)) {
+    const given = freed.splice(0);
+    for (const address of given) address.inProgress--;
+    for (const address of new Set(given)) {
       wake(address);
       forgetIfIdle(address);
     }

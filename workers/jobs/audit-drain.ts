@@ -2,7 +2,7 @@
 // audit trail, in batches. Sent by each change once it has committed (domain/services.ts change()),
 // coalesced, and by the worker's sweep when events wait with no job to drain them (their change's
 // process died between its commit and that send, or the database went away meanwhile).
-import { drainOutbox, DRAIN_QUEUE, outboxPending } from '../../domain/audit.ts';
+import { DRAIN_BATCH_SIZE, drainOutbox, DRAIN_QUEUE, outboxPending } from '../../domain/audit.ts';
 import { JOB_EXPIRE_SECONDS, QUICK_JOB } from '../../lib/jobs.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
 
@@ -31,7 +31,7 @@ export const auditDrain: JobQueue<'audit.drain'> = {
   fetch: { ...FETCHING, localConcurrency: 2 },
   sweep: { intervalMs: SWEEP_INTERVAL_MS, pending: (services) => outboxPending(services.pool) },
   async handle(services, _jobs, signal) {
-    const { more } = await drainOutbox(services.pool, Date.now() + DRAIN_SLICE_MS, undefined, { ms: DRAIN_LINGER_MS, signal });
+    const { more } = await drainOutbox(services.pool, Date.now() + DRAIN_SLICE_MS, DRAIN_BATCH_SIZE, { ms: DRAIN_LINGER_MS, signal });
     if (more) await services.boss.send(DRAIN_QUEUE, {});
   },
 };
