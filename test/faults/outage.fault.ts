@@ -16,7 +16,7 @@ import { createLogger } from '../../lib/log.ts';
 import { assertSuccess } from '../support/assertions.ts';
 import { recordFigure } from '../support/figures.ts';
 import { freePort } from '../support/ports.ts';
-import { ConnectionError, ProcessGroup, tail, type ApiClient, type ServiceProcess } from '../support/processes.ts';
+import { ConnectionError, ProcessGroup, staleRetries, tail, type ApiClient, type ServiceProcess } from '../support/processes.ts';
 import { Secrets } from '../support/secrets.ts';
 import type { Reply, TestProject } from '../support/service.ts';
 import { sleep, waitFor } from '../support/wait.ts';
@@ -93,8 +93,10 @@ before(async () => {
   await group.release();
   web = await group.startWeb('web');
   worker = await group.startWorker('worker');
-  client = group.client(web, { timeoutMs: 15_000 });
-  probeClient = group.client(web, { timeoutMs: 15_000 });
+  // The web process is never killed here: a pooled connection reset before its answer is the
+  // keep-alive race (closed as idle by the web while the request was on its way), sent again.
+  client = group.client(web, { timeoutMs: 15_000, retryStaleConnections: true });
+  probeClient = group.client(web, { timeoutMs: 15_000, retryStaleConnections: true });
   // The default plan allows 100 live apps per project: the actors are spread over two projects.
   for (const name of ['Outage A', 'Outage B']) {
     const made = await group.createProject(name);
@@ -221,6 +223,7 @@ test(`PostgreSQL stops and starts again under load, ${CYCLES} times: the run`, a
   recordFigure(SUITE, 'time to recover after PostgreSQL is up: first 200 read, worst ms', worstOf(cycles.map((c) => c.readOkAt - c.upAt)));
   recordFigure(SUITE, 'time to recover after PostgreSQL is up: first 201 change, worst ms', worstOf(cycles.map((c) => c.writeOkAt - c.upAt)));
   recordFigure(SUITE, 'answers recorded (all)', answers.length);
+  recordFigure(SUITE, 'requests sent again after a stale pooled connection', staleRetries());
   assert.equal(cycles.length, CYCLES);
 });
 

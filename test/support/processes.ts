@@ -343,6 +343,12 @@ export interface ClientOptions {
   maxSockets?: number;
   /** A request not answered in this long is destroyed with code ETESTTIMEOUT (default 30 s). */
   timeoutMs?: number;
+  /**
+   * Send a request once more after a stale pooled connection (see ApiClient.request). Only where
+   * the process is never killed: a process killed under a request resets it the same way, and it
+   * may have committed the change.
+   */
+  retryStaleConnections?: boolean;
 }
 
 export interface CallOptions extends RequestOptions {
@@ -352,11 +358,17 @@ export interface CallOptions extends RequestOptions {
 /** A request the client gave up on, or a connection error (ECONNRESET, ECONNREFUSED …). */
 export class ConnectionError extends Error {
   readonly code: string;
+  /** A reset of a pooled connection before any answer (see ApiClient.request). */
+  staleConnection = false;
   constructor(code: string, message: string) {
     super(message);
     this.code = code;
   }
 }
+
+let staleConnectionRetries = 0;
+/** How many requests ApiClient sent again after a stale pooled connection (for a suite's figures). */
+export const staleRetries = () => staleConnectionRetries;
 
 export class ApiClient {
   readonly baseUrl: string;
@@ -385,8 +397,23 @@ export class ApiClient {
     this.agent.destroy();
   }
 
-  /** Rejects with a ConnectionError when no answer arrives (refused, reset, timed out). */
-  request(method: string, pathAndQuery: string, options: CallOptions = {}): Promise<Reply> {
+  /**
+   * Rejects with a ConnectionError when no answer arrives (refused, reset, timed out). A pooled
+   * connection reset before any answer is the race Node documents for keep-alive clients (the
+   * server closed it as idle while the request was on its way; the server read nothing of it):
+   * with retryStaleConnections the request is sent once more on a new connection.
+   */
+  async request(method: string, pathAndQuery: string, options: CallOptions = {}): Promise<Reply> {
+    try {
+      return await this.send(method, pathAndQuery, options);
+    } catch (err) {
+      if (!(this.options.retryStaleConnections && err instanceof ConnectionError && err.staleConnection)) throw err;
+      staleConnectionRetries += 1;
+      return this.send(method, pathAndQuery, options);
+    }
+  }
+
+  private send(method: string, pathAndQuery: string, options: CallOptions): Promise<Reply> {
     const { headers, payload } = requestParts(options);
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs ?? 30_000;
     return new Promise((resolve, reject) => {
@@ -398,10 +425,15 @@ export class ApiClient {
           reject(err instanceof ConnectionError ? err : new ConnectionError(err.code ?? 'EBODY', err.message));
         });
       });
+      let answered = false;
       req.on('error', (err: Error & { code?: string }) => {
         clearTimeout(timer);
-        reject(err instanceof ConnectionError ? err : new ConnectionError(err.code ?? 'EUNKNOWN', err.message));
+        if (err instanceof ConnectionError) return reject(err);
+        const failure = new ConnectionError(err.code ?? 'EUNKNOWN', err.message);
+        failure.staleConnection = req.reusedSocket && !answered && err.code === 'ECONNRESET';
+        reject(failure);
       });
+      req.on('response', () => { answered = true; });
       req.end(payload);
     });
   }
