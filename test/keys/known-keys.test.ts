@@ -6,12 +6,16 @@
 // and before it (the order of checks, decisions.md).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { disableConsumer, disableProject } from '../../domain/projects.ts';
+import { hashSecret, newSecret, previewOf } from '../../domain/secrets.ts';
 import { assertGatewayNotFound } from '../gateway/helpers.ts';
 import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
 import { LookupCounter } from '../support/lookups.ts';
 import { TestService, type RequestOptions, type TestProject } from '../support/service.ts';
+import { sleep } from '../support/wait.ts';
 
 const WORKSPACE = { origin: 'workspace' as const, ip: '127.0.0.1' };
 
@@ -88,6 +92,50 @@ test('a known key whose consumer the workspace disables is refused on its very n
   const made = await knownKey(['*'], other);
   await disableConsumer(service.services, WORKSPACE, other.consumerId);
   assertError(await service.request('GET', '/v1/app/list', { key: made.key }), 403, MESSAGES.refused);
+});
+
+/** A key row written by SQL in a transaction of the caller's, as a key creation writes it. */
+async function insertKey(client: pg.Pool | pg.Client, target: TestProject): Promise<string> {
+  const secret = newSecret();
+  await client.query(
+    `INSERT INTO api_keys (id, project_id, created_by, name, secret_hash, key_preview, scope) VALUES ($1, $2, $3, 'raced', $4, $5, '{*}')`,
+    [`papi_${randomBytes(10).toString('hex')}`, target.projectId, target.consumerId, hashSecret(secret), previewOf(secret)],
+  );
+  return secret;
+}
+
+test('a key created while the workspace disables its project or consumer is refused once both commit', async () => {
+  for (const [what, disable] of [
+    ['project', (target: TestProject) => disableProject(service.services, WORKSPACE, target.projectId)],
+    ['consumer', (target: TestProject) => disableConsumer(service.services, WORKSPACE, target.consumerId)],
+  ] as const) {
+    const target = await service.createProject(`raced ${what}`);
+    const creating = new pg.Client({ connectionString: service.databaseUrl });
+    await creating.connect();
+    try {
+      await creating.query('BEGIN');
+      const secret = await insertKey(creating, target);
+      // The disable runs while the key's insert is not committed; it must not miss the key.
+      const disabling = disable(target);
+      await sleep(300);
+      await creating.query('COMMIT');
+      await disabling;
+      assertError(await service.request('GET', '/v1/key/current', { key: secret }), 403, MESSAGES.refused, what);
+    } finally {
+      await creating.end();
+    }
+  }
+});
+
+test('a key written for a project or consumer already disabled never authenticates', async () => {
+  const byProject = await service.createProject('disabled before its key');
+  await disableProject(service.services, WORKSPACE, byProject.projectId);
+  const byConsumer = await service.createProject('consumer disabled before its key');
+  await disableConsumer(service.services, WORKSPACE, byConsumer.consumerId);
+  for (const target of [byProject, byConsumer]) {
+    const secret = await insertKey(service.db, target);
+    assertError(await service.request('GET', '/v1/key/current', { key: secret }), 403, MESSAGES.refused);
+  }
 });
 
 test('a known key whose expires_at passes answers 401 from that moment, on every kind of call', async () => {
