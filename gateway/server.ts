@@ -26,6 +26,7 @@ import { requestId } from './request-id.ts';
 import { hardenedHeaders, setHardenedHeaders } from './response-headers.ts';
 import { requireScope } from './scope.ts';
 import { loadCertificate } from './tls.ts';
+import { inSequence } from './steps.ts';
 import type { GatewayRequest, Handler } from './types.ts';
 
 export interface Gateway {
@@ -119,14 +120,14 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const pre: Handler[] = [closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
   pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, known, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
-  for (const handler of pre) server.pre(handler as never);
+  server.pre(inSequence(pre) as never);
 
   const streams = new EventStreams(pool, databaseUrl, config, log);
   const runners = { pool: workers, db: pool, known, maxQueued: config.maxQueuedTasks, streams, log };
   // The router, derived from the endpoint registry: each endpoint's scope check, then its handler.
   for (const [name, endpoint] of allEndpoints()) {
     const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[endpoint.method];
-    register.call(server, routerPath(endpoint.path), requireScope(endpoint.scope, known) as never, serveEndpoint(runners, name, endpoint) as never);
+    register.call(server, routerPath(endpoint.path), inSequence([requireScope(endpoint.scope, known), serveEndpoint(runners, name, endpoint)]) as never);
   }
   for (const [path, handler] of Object.entries(health(pool))) server.get(path, handler as never);
   server.get('/openapi.json', serveOpenApi() as never);

@@ -15,7 +15,7 @@ import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
 import { LookupCounter } from '../support/lookups.ts';
 import { TestService, type RequestOptions, type TestProject } from '../support/service.ts';
-import { sleep } from '../support/wait.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 const WORKSPACE = { origin: 'workspace' as const, ip: '127.0.0.1' };
 
@@ -92,6 +92,26 @@ test('a known key whose consumer the workspace disables is refused on its very n
   const made = await knownKey(['*'], other);
   await disableConsumer(service.services, WORKSPACE, other.consumerId);
   assertError(await service.request('GET', '/v1/app/list', { key: made.key }), 403, MESSAGES.refused);
+});
+
+test('GET /v1/key/current from memory answers the very bytes the key object is everywhere else', async () => {
+  // From memory the answer is written by PostgreSQL (sql/queries/key_caller.sql), elsewhere by
+  // keyView (domain/keys.ts): the same members, order and escaping, also for names JSON escapes.
+  for (const body of [
+    { name: 'plain', scope: ['key:read'] },
+    { name: 'quote " backslash \\ slash / tab \t newline \n bell \u0007 é 漢字 😀', scope: ['*'], expires_at: Math.floor(Date.now() / 1000) + 3600 },
+  ]) {
+    const made = await createKey(service, project.key, body);
+    const first = await service.request('GET', '/v1/key/current', { key: made.key });
+    assertSuccess(first);
+    // last_used_at, written after the first call, settles before the two answers are compared.
+    await waitFor('last_used_at written', async () => (await service.db.query('SELECT last_used_at FROM api_keys WHERE id = $1', [made.id])).rows[0].last_used_at ?? undefined);
+    const fromMemory = await service.request('GET', '/v1/key/current', { key: made.key });
+    const byId = await service.request('GET', `/v1/key/${made.id}`, { key: made.key });
+    assertSuccess(fromMemory);
+    assert.equal(fromMemory.text, byId.text);
+    assert.equal(fromMemory.body.response.name, body.name);
+  }
 });
 
 /** A key row written by SQL in a transaction of the caller's, as a key creation writes it. */
