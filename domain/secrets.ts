@@ -2,7 +2,7 @@
 // checksum (the CRC32 of those 43), so a value of the wrong shape or with a wrong checksum is
 // refused without a database lookup, and a secret scanner can tell a real secret from a lookalike.
 // Secrets made before the checksum (the 43 characters alone) keep working.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 export const SECRET_PREFIX = 'sk-project-';
@@ -46,8 +46,9 @@ export function couldBeSecret(value: string): boolean {
   return parts !== null && checksumOf(parts[1]!) === parts[2];
 }
 
+/** One-shot, without a Hash object per call: every request hashes its bearer (UTF-8). */
 export function hashSecret(secret: string): Buffer {
-  return createHash('sha256').update(secret, 'utf8').digest();
+  return hash('sha256', secret, 'buffer');
 }
 
 export function previewOf(secret: string): string {
