@@ -8,6 +8,13 @@
 -- the insert takes a share lock on both rows, so a disable either waits for the key's commit (and
 -- its update, a statement of its own, then sees the key) or has committed already (and the insert
 -- reads 'disabled').
+-- Revoked keys are refused whatever their owners, so a disable leaves them as they are (and finds
+-- the others through the project's partial index of unrevoked keys).
+-- The migration may run while processes of the release before it serve: no project or consumer
+-- may be disabled between the backfill and the triggers, or its keys would keep true. Locked
+-- first, before api_keys, in the order a project's creation takes them.
+LOCK TABLE consumers, projects IN SHARE ROW EXCLUSIVE MODE;
+
 ALTER TABLE api_keys ADD COLUMN owners_active boolean NOT NULL DEFAULT true;
 
 UPDATE api_keys k SET owners_active = false
@@ -30,9 +37,9 @@ CREATE TRIGGER api_keys_owners_active BEFORE INSERT OR UPDATE OF project_id, cre
 CREATE FUNCTION keys_owner_disabled() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_TABLE_NAME = 'projects' THEN
-    UPDATE api_keys SET owners_active = false WHERE project_id = NEW.id AND owners_active;
+    UPDATE api_keys SET owners_active = false WHERE project_id = NEW.id AND status <> 'revoked' AND owners_active;
   ELSE
-    UPDATE api_keys SET owners_active = false WHERE created_by = NEW.id AND owners_active;
+    UPDATE api_keys SET owners_active = false WHERE created_by = NEW.id AND status <> 'revoked' AND owners_active;
   END IF;
   RETURN NULL;
 END

@@ -366,6 +366,16 @@ export class ConnectionError extends Error {
   }
 }
 
+/**
+ * How long a pooled connection must have been idle for its reset to count as the keep-alive race:
+ * the web closes a connection idle for 5 s (Node's keepAliveTimeout), and the outage's clients
+ * back off for seconds. A reset of a connection used more recently than this is the server's
+ * doing, and fails the request as any other.
+ */
+const STALE_IDLE_MS = 3000;
+/** When each pooled socket was last handed back to its agent. */
+const freedAt = new WeakMap<object, number>();
+
 let staleConnectionRetries = 0;
 /** How many requests ApiClient sent again after a stale pooled connection (for a suite's figures). */
 export const staleRetries = () => staleConnectionRetries;
@@ -384,7 +394,9 @@ export class ApiClient {
   }
 
   private newAgent(): https.Agent {
-    return new https.Agent({ keepAlive: true, ca: this.ca, maxSockets: this.options.maxSockets ?? Infinity });
+    const agent = new https.Agent({ keepAlive: true, ca: this.ca, maxSockets: this.options.maxSockets ?? Infinity });
+    agent.on('free', (socket: object) => freedAt.set(socket, Date.now()));
+    return agent;
   }
 
   /** Drops every pooled connection (e.g. after the process behind them was killed). */
@@ -399,9 +411,9 @@ export class ApiClient {
 
   /**
    * Rejects with a ConnectionError when no answer arrives (refused, reset, timed out). A pooled
-   * connection reset before any answer is the race Node documents for keep-alive clients (the
-   * server closed it as idle while the request was on its way; the server read nothing of it):
-   * with retryStaleConnections the request is sent once more on a new connection.
+   * connection idle for seconds and reset before any answer is the race Node documents for
+   * keep-alive clients (the server closed it as idle while the request was on its way; the server
+   * read nothing of it): with retryStaleConnections the request is sent once more on a new one.
    */
   async request(method: string, pathAndQuery: string, options: CallOptions = {}): Promise<Reply> {
     try {
@@ -426,11 +438,13 @@ export class ApiClient {
         });
       });
       let answered = false;
+      let idleMs = 0;
+      req.on('socket', (socket) => { idleMs = Date.now() - (freedAt.get(socket) ?? Date.now()); });
       req.on('error', (err: Error & { code?: string }) => {
         clearTimeout(timer);
         if (err instanceof ConnectionError) return reject(err);
         const failure = new ConnectionError(err.code ?? 'EUNKNOWN', err.message);
-        failure.staleConnection = req.reusedSocket && !answered && err.code === 'ECONNRESET';
+        failure.staleConnection = req.reusedSocket && !answered && err.code === 'ECONNRESET' && idleMs >= STALE_IDLE_MS;
         reject(failure);
       });
       req.on('response', () => { answered = true; });
