@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { selfSigned } from '../gateway/tls.ts';
 import { procfileArgs } from '../lib/procfile.ts';
 import { Children, finished } from './children.ts';
+import { certificateFiles, createReferenceTable } from './setup.ts';
 import { startEmbedded } from '../lib/embedded-db.ts';
 import { createLogger } from '../lib/log.ts';
 import { StartupError } from '../lib/startup-error.ts';
@@ -257,19 +257,16 @@ async function main(): Promise<number> {
   const db = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 
   try {
-    const tls = await selfSigned();
-    writeFileSync(path.join(scratch, 'cert.pem'), tls.cert);
-    writeFileSync(path.join(scratch, 'key.pem'), tls.key);
+    const certificate = await certificateFiles(scratch);
     const [port, httpPort, r1Port, r2Port, twinPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
     const env = {
       DATABASE_URL: databaseUrl, PORT: String(port), HTTP_PORT: String(httpPort), HOST: '127.0.0.1',
-      TLS_CERT_FILE: path.join(scratch, 'cert.pem'), TLS_KEY_FILE: path.join(scratch, 'key.pem'), LOG_LEVEL: 'info',
+      ...certificate, LOG_LEVEL: 'info',
     };
 
     console.log('# release, web, worker (as the Procfile runs them), R1, R2');
     if ((await finished(children.start(procfileArgs('release'), env))) !== 0) throw new Error('release failed');
-    await db.query('CREATE TABLE bench_reference (k text PRIMARY KEY, v text NOT NULL)');
-    await db.query("INSERT INTO bench_reference SELECT 'key-' || g, repeat('x', 64) FROM generate_series(1, 1000) g");
+    await createReferenceTable(db);
     const web = children.start(procfileArgs('web'), env);
     children.start(procfileArgs('worker'), env);
     children.start(['bench/reference.ts', 'r1', String(r1Port)], env);

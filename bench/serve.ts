@@ -6,16 +6,16 @@
 //   npx autocannon -c 32 -d 10 -H "authorization=Bearer $KEY" "$BASE/v1/key"
 //   psql "$DATABASE" -c 'SELECT calls, total_exec_time, total_plan_time, query FROM pg_stat_statements ORDER BY 2 DESC LIMIT 10'
 // Extra node flags for the web and worker processes (e.g. --cpu-prof): SERVE_NODE_FLAGS.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { selfSigned } from '../gateway/tls.ts';
 import { startEmbedded } from '../lib/embedded-db.ts';
 import { createLogger } from '../lib/log.ts';
 import { StartupError } from '../lib/startup-error.ts';
 import { procfileArgs } from '../lib/procfile.ts';
 import { Children } from './children.ts';
+import { certificateFiles } from './setup.ts';
 import { freePort } from '../test/support/ports.ts';
 
 const log = createLogger('warn', 'bench-serve', 2);
@@ -35,13 +35,11 @@ await admin.connect();
 await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
 await admin.end();
 
-const tls = await selfSigned();
-writeFileSync(path.join(scratch, 'cert.pem'), tls.cert);
-writeFileSync(path.join(scratch, 'key.pem'), tls.key);
+const certificate = await certificateFiles(scratch);
 const port = await freePort();
 const env = {
   DATABASE_URL: databaseUrl, PORT: String(port), HTTP_PORT: String(await freePort()), HOST: '127.0.0.1',
-  TLS_CERT_FILE: path.join(scratch, 'cert.pem'), TLS_KEY_FILE: path.join(scratch, 'key.pem'), LOG_LEVEL: process.env.LOG_LEVEL || 'info',
+  ...certificate, LOG_LEVEL: process.env.LOG_LEVEL || 'info',
 };
 const extraFlags = (process.env.SERVE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const children = new Children();

@@ -5,15 +5,15 @@
 // each path (default /v1/key/current). On a machine whose speed drifts from one minute to the
 // next, only figures taken in turns like this compare two builds; the full bench's ratios do not.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { selfSigned } from '../gateway/tls.ts';
 import { freePort } from '../test/support/ports.ts';
 import { finished } from './children.ts';
+import { certificateFiles, createReferenceTable } from './setup.ts';
 
 const CONNECTIONS = 32;
 const ROUNDS = Number(process.env.SIDE_ROUNDS ?? 6);
@@ -55,16 +55,13 @@ const scratch = mkdtempSync(path.join(tmpdir(), 'pms-side-'));
 const [here, there] = await Promise.all([serve(path.join(import.meta.dirname, '..')), serve(path.resolve(other))]);
 const db = new pg.Client({ connectionString: here.database });
 await db.connect();
-await db.query('CREATE TABLE IF NOT EXISTS bench_reference (k text PRIMARY KEY, v text NOT NULL)');
-await db.query("INSERT INTO bench_reference SELECT 'key-' || g, repeat('x', 64) FROM generate_series(1, 1000) g ON CONFLICT DO NOTHING");
+await createReferenceTable(db);
 await db.end();
-const tls = await selfSigned();
-writeFileSync(path.join(scratch, 'cert.pem'), tls.cert);
-writeFileSync(path.join(scratch, 'key.pem'), tls.key);
+const certificate = await certificateFiles(scratch);
 const r2Port = await freePort();
 const r2 = spawn(process.execPath, ['bench/reference.ts', 'r2', String(r2Port), here.database], {
   cwd: path.join(import.meta.dirname, '..'),
-  env: { ...process.env, TLS_CERT_FILE: path.join(scratch, 'cert.pem'), TLS_KEY_FILE: path.join(scratch, 'key.pem') },
+  env: { ...process.env, ...certificate },
   stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
 });
 await new Promise((resolve) => r2.once('message', resolve));

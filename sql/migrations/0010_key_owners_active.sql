@@ -21,12 +21,12 @@ UPDATE api_keys k SET owners_active = false
 WHERE NOT EXISTS (SELECT FROM projects p WHERE p.id = k.project_id AND p.status = 'active')
    OR NOT EXISTS (SELECT FROM consumers c WHERE c.id = k.created_by AND c.status = 'active');
 
+-- Each owner's status is read by the statement that share-locks its row, so it is the status
+-- after any disable the lock waited for.
 CREATE FUNCTION api_keys_owners_active() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM FROM projects p WHERE p.id = NEW.project_id FOR SHARE;
-  PERFORM FROM consumers c WHERE c.id = NEW.created_by FOR SHARE;
-  NEW.owners_active := EXISTS (SELECT FROM projects p WHERE p.id = NEW.project_id AND p.status = 'active')
-    AND EXISTS (SELECT FROM consumers c WHERE c.id = NEW.created_by AND c.status = 'active');
+  NEW.owners_active := coalesce((SELECT p.status = 'active' FROM projects p WHERE p.id = NEW.project_id FOR SHARE), false)
+    AND coalesce((SELECT c.status = 'active' FROM consumers c WHERE c.id = NEW.created_by FOR SHARE), false);
   RETURN NEW;
 END
 $$;
