@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { run, type Database } from '../lib/db.ts';
 import { fillTemplate } from '../lib/sql-files.ts';
 import { ApiError, errors } from './errors.ts';
-import { JsonText, type DomainRequest } from './requests.ts';
+import type { CallerKey, DomainRequest } from './requests.ts';
 
 const OUTCOME = 'pms_key_check';
 const ROW = 'pms_row';
@@ -67,11 +67,11 @@ export class KeyCheckedDatabase implements Database {
     this.#settle(results[1]?.rows[0]?.key_check);
   }
 
-  /** The caller's key as the API shows it, read with its check: a statement that is the check itself. */
-  async caller<Shape>(): Promise<JsonText<Shape>> {
-    const [row] = await run<{ status: string; json: string }>(this.#pool, 'key_caller', [this.#keyId]);
+  /** What of the caller's key can change, read with its check: a statement that is the check itself. */
+  async callerNow(): Promise<Pick<CallerKey, 'status' | 'last_used_at' | 'updated_at'>> {
+    const [row] = await run<Pick<CallerKey, 'status' | 'last_used_at' | 'updated_at'>>(this.#pool, 'key_caller', [this.#keyId]);
     this.#settle(row?.status);
-    return new JsonText<Shape>(row!.json);
+    return row!;
   }
 
   /** The check on its own round trip, unless a statement already carried it. */

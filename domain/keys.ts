@@ -52,7 +52,7 @@ export async function listKeys(services: Services, req: DomainRequest) {
  */
 export async function currentKey(db: Database, req: DomainRequest) {
   if (req.keyChecked || !(db instanceof KeyCheckedDatabase)) return ok(keyView(req.caller));
-  return ok(await db.caller<ReturnType<typeof keyView>>());
+  return ok(keyView({ ...req.caller, ...(await db.callerNow()) }));
 }
 
 export async function getKey(services: Services, req: DomainRequest) {

@@ -38,25 +38,6 @@ export interface DomainResult<Response = unknown> {
   response: Response;
 }
 
-/**
- * A response PostgreSQL wrote as JSON text, its members in the API's order: sent as it is, instead
- * of its row parsed into values and serialised again. For GET /v1/key/current, whose read is the
- * whole request, the row's eleven columns cost the gateway more than the rest of its answer.
- */
-export class JsonText<Shape> {
-  readonly json: string;
-  /** What the text encodes, for the types only (client/ reads the registry's response types). */
-  declare readonly shape: Shape;
-  constructor(json: string) {
-    this.json = json;
-  }
-}
-
-/** The envelope's `response` as JSON text (undefined when there is none). */
-export function responseJson(response: unknown): string | undefined {
-  return response instanceof JsonText ? response.json : JSON.stringify(response);
-}
-
 export const ok = <Response>(response: Response, status = 200): DomainResult<Response> => ({ status, response });
 
 /** Who makes a change through the API, as its event records it. */
@@ -70,7 +51,7 @@ export const apiActor = (req: DomainRequest): Actor => ({ origin: 'api', ip: req
  */
 export interface SerializedResult {
   status: number;
-  /** The envelope's `response` as JSON text (responseJson; undefined when it is undefined). */
+  /** The envelope's `response` as JSON text (undefined when it is undefined). */
   json: string | undefined;
   /** The caller's key was refused by its check: the gateway forgets it. */
   refusedKey?: true;

@@ -3,10 +3,9 @@ import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { Response } from 'restify';
 import { ApiError, errors, TITLES } from '../domain/errors.ts';
-import { responseJson } from '../domain/requests.ts';
 
 export function sendEnvelope(res: Response, status: number, response: unknown, headers: Record<string, string> = {}): void {
-  writeEnvelope(res, status, status, responseJson(response), headers);
+  writeEnvelope(res, status, status, JSON.stringify(response), headers);
 }
 
 /** A pool thread's answer, its `response` serialised there (domain/requests.ts SerializedResult). */

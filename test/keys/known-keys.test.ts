@@ -95,8 +95,8 @@ test('a known key whose consumer the workspace disables is refused on its very n
 });
 
 test('GET /v1/key/current from memory answers the very bytes the key object is everywhere else', async () => {
-  // From memory the answer is written by PostgreSQL (sql/queries/key_caller.sql), elsewhere by
-  // keyView (domain/keys.ts): the same members, order and escaping, also for names JSON escapes.
+  // From memory the key is what the gateway remembers with what can change read now
+  // (sql/queries/key_caller.sql): the same bytes as the key read whole, names JSON escapes too.
   for (const body of [
     { name: 'plain', scope: ['key:read'] },
     { name: 'quote " backslash \\ slash / tab \t newline \n bell \u0007 é 漢字 😀', scope: ['*'], expires_at: Math.floor(Date.now() / 1000) + 3600 },

@@ -2,7 +2,7 @@
 // thread's lookup and the OpenAPI document are all derived (registry.ts).
 import type { ApiError } from '../../domain/errors.ts';
 import type { StreamQuery } from '../../domain/events.ts';
-import type { DomainRequest, DomainResult, JsonText } from '../../domain/requests.ts';
+import type { DomainRequest, DomainResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
 import type { Database } from '../../lib/db.ts';
 
@@ -71,6 +71,4 @@ export type Endpoint = PoolEndpoint<any> | InlineEndpoint<any> | ReservedEndpoin
 
 /** The success response of an endpoint, as its handler's type says. */
 export type ResponseOf<E> =
-  E extends PoolEndpoint<infer R> ? Written<R> : E extends InlineEndpoint<infer R> ? Written<R> : never;
-/** A response PostgreSQL wrote as JSON text is, to a client, what the text encodes. */
-type Written<R> = R extends JsonText<infer Shape> ? Shape : R;
+  E extends PoolEndpoint<infer R> ? R : E extends InlineEndpoint<infer R> ? R : never;

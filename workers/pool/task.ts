@@ -4,7 +4,7 @@
 import { workerData } from 'node:worker_threads';
 import { ApiError, errors, isDatabaseUnavailable } from '../../domain/errors.ts';
 import { KeyRefusal, withKeyCheck } from '../../domain/key-check.ts';
-import { responseJson, type DomainRequest, type DomainResult, type SerializedResult } from '../../domain/requests.ts';
+import { type DomainRequest, type DomainResult, type SerializedResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
 import { ENDPOINTS, type PoolEndpointName } from '../endpoints/registry.ts';
 import type { Config } from '../../lib/config.ts';
@@ -43,7 +43,7 @@ function failure(err: ApiError): DomainResult {
 
 export default async function runTask(task: PoolTask): Promise<SerializedResult> {
   const { status, response, refusedKey } = await resultOf(task);
-  return { status, json: responseJson(response), ...(refusedKey ? { refusedKey } : {}) };
+  return { status, json: JSON.stringify(response), ...(refusedKey ? { refusedKey } : {}) };
 }
 
 async function resultOf({ endpoint, request }: PoolTask): Promise<DomainResult & { refusedKey?: true }> {
