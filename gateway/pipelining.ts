@@ -63,8 +63,12 @@ interface Pace {
 const hasBody = (req: IncomingMessage) =>
   req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
 
-/** How a request in progress gives back its address's place (see releaseAddress). */
-const releases = new WeakMap<ServerResponse, () => void>();
+/**
+ * How a request in progress gives back its address's place (see releaseAddress): a property of its
+ * response, not a WeakMap entry, which the garbage collector would have to visit for every request.
+ */
+const RELEASE = Symbol('releaseAddress');
+type Releasable = ServerResponse & { [RELEASE]?: () => void };
 
 /**
  * A request that only waits (an event stream once begun, an answer held back on purpose) is no
@@ -72,7 +76,7 @@ const releases = new WeakMap<ServerResponse, () => void>();
  * is answered.
  */
 export function releaseAddress(res: ServerResponse): void {
-  releases.get(res)?.();
+  (res as Releasable)[RELEASE]?.();
 }
 
 /** One pacer serves every listener of a process, so an address's bound counts them all. */
@@ -114,9 +118,12 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
     const { socket } = pace;
     while (pace.unfed.length > 0 && pace.waiting.length === 0 && pace.unanswered < maxUnanswered && !socket.destroyed) {
       const chunk = pace.unfed[0]!;
-      const slice = chunk.subarray(0, SLICE_BYTES);
-      if (slice.length === chunk.length) pace.unfed.shift();
-      else pace.unfed[0] = chunk.subarray(SLICE_BYTES);
+      let slice = chunk;
+      if (chunk.length <= SLICE_BYTES) pace.unfed.shift();
+      else {
+        slice = chunk.subarray(0, SLICE_BYTES);
+        pace.unfed[0] = chunk.subarray(SLICE_BYTES);
+      }
       for (const listener of pace.feed) listener.call(socket, slice);
     }
     if (pace.unfed.length > 0 || pace.waiting.length > 0 || pace.unanswered >= maxUnanswered) socket.pause();
@@ -178,7 +185,7 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
     };
     pace.unanswered++;
     address.inProgress++;
-    releases.set(res, giveBackAddress);
+    (res as Releasable)[RELEASE] = giveBackAddress;
     res.once('finish', onAnswered);
     res.once('close', onAnswered);
     pace.serve(req, res);
