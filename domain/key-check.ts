@@ -10,8 +10,8 @@ import { fillTemplate } from '../lib/sql-files.ts';
 import { ApiError, errors } from './errors.ts';
 import type { CallerKey, DomainRequest } from './requests.ts';
 
-const OUTCOME = 'pms_key_check';
-const ROW = 'pms_row';
+/** The riding statement's first columns (sql/templates/key_check_riding.sql): the check's outcome, then pms_row. */
+const RIDING_COLUMNS = 2;
 
 /** The check refused the key: its own answer, and the gateway forgets the key. */
 export class KeyRefusal extends ApiError {}
@@ -43,14 +43,25 @@ export class KeyCheckedDatabase implements Database {
   async query(config: pg.QueryConfig): Promise<pg.QueryResult> {
     if (!this.#pending) return this.#pool.query(config);
     const values = [...(config.values ?? []), this.#keyId];
+    // Rows as arrays, made into the statement's own rows once: an object row copied without the
+    // check's two columns cost a page of 100 events more than the rest of its pool thread's work.
     const result = await this.#pool.query({
       name: config.name === undefined ? undefined : `${config.name}+key`,
       text: ridingText(config, values.length),
       values,
+      rowMode: 'array',
     });
-    this.#settle(result.rows[0]?.[OUTCOME]);
-    const rows = result.rows.filter((row) => row[ROW] !== null).map(({ [OUTCOME]: _outcome, [ROW]: _row, ...row }) => row);
-    return { ...result, rows, rowCount: rows.length };
+    this.#settle(result.rows[0]?.[0]);
+    const fields = result.fields.slice(RIDING_COLUMNS);
+    const empty: Record<string, unknown> = Object.fromEntries(fields.map(({ name }) => [name, null]));
+    const rows: Record<string, unknown>[] = [];
+    for (const columns of result.rows) {
+      if (columns[1] === null) continue;
+      const row = { ...empty };
+      for (let i = 0; i < fields.length; i++) row[fields[i]!.name] = columns[i + RIDING_COLUMNS];
+      rows.push(row);
+    }
+    return { ...result, rows, fields, rowCount: rows.length };
   }
 
   connect(): Promise<pg.PoolClient> {
