@@ -7,13 +7,13 @@
 //   BENCH_STREAMS (1000): the streams part's open streams; BENCH_STREAMS_CHANGES_VIA, BENCH_STREAMS_NODE_FLAGS: see streamsPart.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { procfileArgs } from '../lib/procfile.ts';
 import { Children, finished } from './children.ts';
+import { agent, call } from './http.ts';
 import { certificateFiles, createReferenceTable } from './setup.ts';
 import { startEmbedded } from '../lib/embedded-db.ts';
 import { createLogger } from '../lib/log.ts';
@@ -57,21 +57,6 @@ const TARGETS = {
 
 const log = createLogger('warn', 'bench', 2);
 const children = new Children();
-
-const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 64 });
-
-function call(url: string, method: string, key: string, body?: object): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = https.request(url, { method, agent, headers: { authorization: `Bearer ${key}`, ...(payload ? { 'content-type': 'application/json' } : {}) } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => { text += c; });
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    });
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
 
 async function waitHealthy(url: string): Promise<void> {
   const deadline = Date.now() + 30_000;

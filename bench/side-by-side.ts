@@ -4,6 +4,9 @@
 // measured in turns: SIDE_ROUNDS (6) rounds of SIDE_S (5) seconds each of R2, this, the other, for
 // each path (default /v1/key/current). On a machine whose speed drifts from one minute to the
 // next, only figures taken in turns like this compare two builds; the full bench's ratios do not.
+// Each project first gets SIDE_KEYS (110) keys, and so as many events, for pages of a realistic
+// size. Beside each throughput, the CPU each request cost (bench/cpu.ts): by the server's threads,
+// by PostgreSQL, and by the whole machine (the load generator included).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,11 +16,14 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort } from '../test/support/ports.ts';
 import { finished } from './children.ts';
+import { CPU_COUNTED, postgresAndMachineCpu, threadsCpu } from './cpu.ts';
+import { agent, call } from './http.ts';
 import { certificateFiles, createReferenceTable } from './setup.ts';
 
 const CONNECTIONS = 32;
 const ROUNDS = Number(process.env.SIDE_ROUNDS ?? 6);
 const SECONDS = Number(process.env.SIDE_S ?? 5);
+const KEYS = Number(process.env.SIDE_KEYS ?? 110);
 const [other, ...givenPaths] = process.argv.slice(2);
 if (!other) {
   process.stderr.write('usage: npm run -s bench:side-by-side -- <other checkout> [GET path ...]\n');
@@ -25,7 +31,7 @@ if (!other) {
 }
 const paths = givenPaths.length ? givenPaths : ['/v1/key/current'];
 
-interface Served { child: ChildProcess; base: string; key: string; database: string }
+interface Served { child: ChildProcess; base: string; key: string; database: string; webPid?: number }
 
 /** bench:serve in `dir`, once it has printed its BASE, KEY and DATABASE. */
 function serve(dir: string): Promise<Served> {
@@ -36,9 +42,46 @@ function serve(dir: string): Promise<Served> {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const [name, value] = [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)];
       values[name] = value;
-      if (values.BASE && values.KEY && values.DATABASE) resolve({ child, base: values.BASE, key: values.KEY, database: values.DATABASE });
+      // The lines come in one write: WEB_PID, where a build prints it, is read within this turn.
+      if (name === 'DATABASE') {
+        setImmediate(() => resolve({
+          child, base: values.BASE!, key: values.KEY!, database: value, ...(values.WEB_PID ? { webPid: Number(values.WEB_PID) } : {}),
+        }));
+      }
     });
   });
+}
+
+/** What one server's requests cost, summed over its turns: requests, and CPU (us) by where it ran. */
+class Cost {
+  requests = 0;
+  readonly cpu = new Map<string, number>();
+  private readonly pid: number | undefined;
+
+  constructor(pid: number | undefined) {
+    this.pid = pid;
+  }
+
+  /** Runs `load` (resolving to its request count) and adds what it cost. */
+  async measure(load: () => Promise<number>): Promise<void> {
+    const threads = this.pid === undefined ? new Map<string, number>() : threadsCpu(this.pid);
+    const outside = postgresAndMachineCpu();
+    this.requests += await load();
+    for (const [name, us] of this.pid === undefined ? [] : threadsCpu(this.pid)) this.add(name, us - (threads.get(name) ?? 0));
+    const after = postgresAndMachineCpu();
+    this.add('PostgreSQL', after.postgres - outside.postgres);
+    this.add('machine', after.machine - outside.machine);
+  }
+
+  private add(name: string, us: number): void {
+    this.cpu.set(name, (this.cpu.get(name) ?? 0) + us);
+  }
+
+  /** CPU us per request, threads that used at least 1 us per request. */
+  perRequest(): string {
+    return [...this.cpu].map(([name, us]) => [name, Math.round(us / this.requests)] as const)
+      .filter(([, us]) => us >= 1).map(([name, us]) => `${name} ${us}`).join(', ');
+  }
 }
 
 function requests(url: string, key?: string): Promise<number> {
@@ -65,20 +108,28 @@ const r2 = spawn(process.execPath, ['bench/reference.ts', 'r2', String(r2Port), 
   stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
 });
 await new Promise((resolve) => r2.once('message', resolve));
+for (const { base, key } of [here, there]) {
+  for (let i = 0; i < KEYS; i++) await call(`${base}/v1/key`, 'POST', key, { name: `side ${i}`, scope: ['key:read'] });
+}
 
 try {
   for (const p of paths) {
-    const total = { r2: 0, here: 0, there: 0 };
+    const cost = { r2: new Cost(r2.pid), here: new Cost(here.webPid), there: new Cost(there.webPid) };
     for (let round = 0; round < ROUNDS; round++) {
-      total.r2 += await requests(`https://127.0.0.1:${r2Port}/ref`);
-      total.here += await requests(`${here.base}${p}`, here.key);
-      total.there += await requests(`${there.base}${p}`, there.key);
+      await cost.r2.measure(() => requests(`https://127.0.0.1:${r2Port}/ref`));
+      await cost.here.measure(() => requests(`${here.base}${p}`, here.key));
+      await cost.there.measure(() => requests(`${there.base}${p}`, there.key));
     }
+    const total = { r2: cost.r2.requests, here: cost.here.requests, there: cost.there.requests };
     const perS = (n: number) => Math.round(n / (ROUNDS * SECONDS));
     console.log(`${p}: R2 ${perS(total.r2)}/s, this ${perS(total.here)}/s (${(total.here / total.r2).toFixed(2)}x R2), `
       + `other ${perS(total.there)}/s (${(total.there / total.r2).toFixed(2)}x R2); this / other ${(total.here / total.there).toFixed(3)}`);
+    if (CPU_COUNTED) {
+      console.log(`  CPU us per request: R2 ${cost.r2.perRequest()}\n    this ${cost.here.perRequest()}\n    other ${cost.there.perRequest()}`);
+    }
   }
 } finally {
+  agent.destroy();
   r2.kill('SIGTERM');
   for (const { child } of [here, there]) child.kill('SIGINT');
   await Promise.all([finished(r2), finished(here.child), finished(there.child)]);

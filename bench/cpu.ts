@@ -1,0 +1,47 @@
+// CPU time as Linux counts it in /proc, for the bench to say where a request's time went: a
+// process's threads by name (Node's MainThread; V8Worker, V8's helpers, which do most of the
+// garbage collection; WorkerThread, the pool's), every PostgreSQL backend, the whole machine.
+// Elsewhere (no /proc) every figure is empty and the bench says nothing of CPU.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+
+/** /proc counts in USER_HZ ticks, 100 a second on every Linux. */
+const US_PER_TICK = 10_000;
+export const CPU_COUNTED = existsSync('/proc/stat');
+
+/** utime + stime of one /proc/<pid>[/task/<tid>]/stat, and the name it gives. */
+function statOf(file: string): { name: string; us: number } | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return undefined; // gone meanwhile
+  }
+  const close = text.lastIndexOf(')');
+  const fields = text.slice(close + 2).split(' ');
+  return { name: text.slice(text.indexOf('(') + 1, close), us: (Number(fields[11]) + Number(fields[12])) * US_PER_TICK };
+}
+
+/** CPU (us) so far of each thread name of process `pid`. */
+export function threadsCpu(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  if (!CPU_COUNTED) return byName;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = statOf(`/proc/${pid}/task/${tid}/stat`);
+    if (stat) byName.set(stat.name, (byName.get(stat.name) ?? 0) + stat.us);
+  }
+  return byName;
+}
+
+/** CPU (us) so far of every process named postgres, and of the whole machine. */
+export function postgresAndMachineCpu(): { postgres: number; machine: number } {
+  if (!CPU_COUNTED) return { postgres: 0, machine: 0 };
+  let postgres = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = statOf(`/proc/${pid}/stat`);
+    if (stat?.name === 'postgres') postgres += stat.us;
+  }
+  // user nice system idle iowait irq softirq: all but idle and iowait are work.
+  const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return { postgres, machine: (user! + nice! + system! + irq! + softirq!) * US_PER_TICK };
+}
