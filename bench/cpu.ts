@@ -32,16 +32,27 @@ export function threadsCpu(pid: number): Map<string, number> {
   return byName;
 }
 
-/** CPU (us) so far of every process named postgres, and of the whole machine. */
-export function postgresAndMachineCpu(): { postgres: number; machine: number } {
-  if (!CPU_COUNTED) return { postgres: 0, machine: 0 };
-  let postgres = 0;
+/** CPU (us) so far of each process named postgres, by pid, and of the whole machine. */
+export function postgresAndMachineCpu(): { postgres: Map<string, number>; machine: number } {
+  const postgres = new Map<string, number>();
+  if (!CPU_COUNTED) return { postgres, machine: 0 };
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const stat = statOf(`/proc/${pid}/stat`);
-    if (stat?.name === 'postgres') postgres += stat.us;
+    if (stat?.name === 'postgres') postgres.set(pid, stat.us);
   }
   // user nice system idle iowait irq softirq: all but idle and iowait are work.
   const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   return { postgres, machine: (user! + nice! + system! + irq! + softirq!) * US_PER_TICK };
+}
+
+/**
+ * PostgreSQL's CPU between two readings: each backend's growth, a new one's from zero. A backend
+ * that exited meanwhile (a pool closing idle connections) takes its count with it, so summing the
+ * totals instead would subtract all it ever used.
+ */
+export function postgresCpuBetween(before: Map<string, number>, after: Map<string, number>): number {
+  let us = 0;
+  for (const [pid, now] of after) us += now - (before.get(pid) ?? 0);
+  return us;
 }

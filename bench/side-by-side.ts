@@ -16,7 +16,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort } from '../test/support/ports.ts';
 import { finished } from './children.ts';
-import { CPU_COUNTED, postgresAndMachineCpu, threadsCpu } from './cpu.ts';
+import { CPU_COUNTED, postgresAndMachineCpu, postgresCpuBetween, threadsCpu } from './cpu.ts';
 import { agent, call } from './http.ts';
 import { certificateFiles, createReferenceTable } from './setup.ts';
 
@@ -69,7 +69,7 @@ class Cost {
     this.requests += await load();
     for (const [name, us] of this.pid === undefined ? [] : threadsCpu(this.pid)) this.add(name, us - (threads.get(name) ?? 0));
     const after = postgresAndMachineCpu();
-    this.add('PostgreSQL', after.postgres - outside.postgres);
+    this.add('PostgreSQL', postgresCpuBetween(outside.postgres, after.postgres));
     this.add('machine', after.machine - outside.machine);
   }
 
