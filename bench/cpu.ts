@@ -21,14 +21,24 @@ function statOf(file: string): { name: string; us: number } | undefined {
   return { name: text.slice(text.indexOf('(') + 1, close), us: (Number(fields[11]) + Number(fields[12])) * US_PER_TICK };
 }
 
-/** CPU (us) so far of each thread name of process `pid`. */
-export function threadsCpu(pid: number): Map<string, number> {
-  const byName = new Map<string, number>();
-  if (!CPU_COUNTED) return byName;
+/** CPU (us) so far of each thread of process `pid`, by thread id, with the thread's name. */
+export function threadsCpu(pid: number): Map<string, { name: string; us: number }> {
+  const threads = new Map<string, { name: string; us: number }>();
+  if (!CPU_COUNTED) return threads;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     const stat = statOf(`/proc/${pid}/task/${tid}/stat`);
-    if (stat) byName.set(stat.name, (byName.get(stat.name) ?? 0) + stat.us);
+    if (stat) threads.set(tid, stat);
   }
+  return threads;
+}
+
+/**
+ * Each thread name's CPU between two readings: each thread's growth, a new one's from zero (a
+ * thread that exited takes its count with it; summed totals would subtract all it ever used).
+ */
+export function threadsCpuBetween(before: ReturnType<typeof threadsCpu>, after: ReturnType<typeof threadsCpu>): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const [tid, { name, us }] of after) byName.set(name, (byName.get(name) ?? 0) + us - (before.get(tid)?.us ?? 0));
   return byName;
 }
 

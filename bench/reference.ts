@@ -17,7 +17,9 @@ if (mode === 'r1') {
     next(false);
   });
 } else {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 8 });
+  // Connections kept however long R2 waits for its next turn, as the service's pool keeps its own:
+  // R2 is not to reconnect at the start of each measurement.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 8, idleTimeoutMillis: 0 });
   server.get('/ref', function selectByKey(_req, res, next) {
     pool.query({ name: 'ref_select', text: 'SELECT k, v FROM bench_reference WHERE k = $1', values: ['key-42'] }).then(({ rows }) => {
       const body = JSON.stringify({ code: 200, title: 'OK', response: rows[0] });

@@ -16,7 +16,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort } from '../test/support/ports.ts';
 import { finished } from './children.ts';
-import { CPU_COUNTED, postgresAndMachineCpu, postgresCpuBetween, threadsCpu } from './cpu.ts';
+import { CPU_COUNTED, postgresAndMachineCpu, postgresCpuBetween, threadsCpu, threadsCpuBetween } from './cpu.ts';
 import { agent, call } from './http.ts';
 import { certificateFiles, createReferenceTable } from './setup.ts';
 
@@ -64,10 +64,10 @@ class Cost {
 
   /** Runs `load` (resolving to its request count) and adds what it cost. */
   async measure(load: () => Promise<number>): Promise<void> {
-    const threads = this.pid === undefined ? new Map<string, number>() : threadsCpu(this.pid);
+    const threads = this.pid === undefined ? undefined : threadsCpu(this.pid);
     const outside = postgresAndMachineCpu();
     this.requests += await load();
-    for (const [name, us] of this.pid === undefined ? [] : threadsCpu(this.pid)) this.add(name, us - (threads.get(name) ?? 0));
+    if (threads) for (const [name, us] of threadsCpuBetween(threads, threadsCpu(this.pid!))) this.add(name, us);
     const after = postgresAndMachineCpu();
     this.add('PostgreSQL', postgresCpuBetween(outside.postgres, after.postgres));
     this.add('machine', after.machine - outside.machine);
@@ -108,11 +108,13 @@ const r2 = spawn(process.execPath, ['bench/reference.ts', 'r2', String(r2Port), 
   stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
 });
 await new Promise((resolve) => r2.once('message', resolve));
-for (const { base, key } of [here, there]) {
-  for (let i = 0; i < KEYS; i++) await call(`${base}/v1/key`, 'POST', key, { name: `side ${i}`, scope: ['key:read'] });
-}
-
 try {
+  for (const { base, key } of [here, there]) {
+    for (let i = 0; i < KEYS; i++) {
+      const made = await call(`${base}/v1/key`, 'POST', key, { name: `side ${i}`, scope: ['key:read'] });
+      if (made.status !== 201) throw new Error(`${base}: a key was not created (${made.status})`);
+    }
+  }
   for (const p of paths) {
     const cost = { r2: new Cost(r2.pid), here: new Cost(here.webPid), there: new Cost(there.webPid) };
     for (let round = 0; round < ROUNDS; round++) {

@@ -11,7 +11,12 @@ import { ApiError, errors } from './errors.ts';
 import type { CallerKey, DomainRequest } from './requests.ts';
 
 /** The riding statement's first columns (sql/templates/key_check_riding.sql): the check's outcome, then pms_row. */
+const OUTCOME_COLUMN = 0;
+const ROW_COLUMN = 1;
 const RIDING_COLUMNS = 2;
+
+/** What of a key can change after its creation (a key is never renamed, rescoped or given another expiry). */
+export type KeyNow = Pick<CallerKey, 'status' | 'last_used_at' | 'updated_at'>;
 
 /** The check refused the key: its own answer, and the gateway forgets the key. */
 export class KeyRefusal extends ApiError {}
@@ -43,25 +48,27 @@ export class KeyCheckedDatabase implements Database {
   async query(config: pg.QueryConfig): Promise<pg.QueryResult> {
     if (!this.#pending) return this.#pool.query(config);
     const values = [...(config.values ?? []), this.#keyId];
-    // Rows as arrays, made into the statement's own rows once: an object row copied without the
-    // check's two columns cost a page of 100 events more than the rest of its pool thread's work.
+    // Rows as arrays, each made into the statement's own row once, not an object row copied again
+    // without the check's columns: a page of rows is the pool thread's main work.
     const result = await this.#pool.query({
       name: config.name === undefined ? undefined : `${config.name}+key`,
       text: ridingText(config, values.length),
       values,
       rowMode: 'array',
     });
-    this.#settle(result.rows[0]?.[0]);
+    this.#settle(result.rows[0]?.[OUTCOME_COLUMN]);
     const fields = result.fields.slice(RIDING_COLUMNS);
-    const empty: Record<string, unknown> = Object.fromEntries(fields.map(({ name }) => [name, null]));
+    // Every row copied from one template has its members in one order from the start, so all share
+    // one shape (as pg builds its own rows), however the values are set after.
+    const template: Record<string, unknown> = Object.fromEntries(fields.map(({ name }) => [name, null]));
     const rows: Record<string, unknown>[] = [];
     for (const columns of result.rows) {
-      if (columns[1] === null) continue;
-      const row = { ...empty };
+      if (columns[ROW_COLUMN] === null) continue;
+      const row = { ...template };
       for (let i = 0; i < fields.length; i++) row[fields[i]!.name] = columns[i + RIDING_COLUMNS];
       rows.push(row);
     }
-    return { ...result, rows, fields, rowCount: rows.length };
+    return { command: result.command, oid: result.oid, rows, fields, rowCount: rows.length };
   }
 
   connect(): Promise<pg.PoolClient> {
@@ -79,8 +86,8 @@ export class KeyCheckedDatabase implements Database {
   }
 
   /** What of the caller's key can change, read with its check: a statement that is the check itself. */
-  async callerNow(): Promise<Pick<CallerKey, 'status' | 'last_used_at' | 'updated_at'>> {
-    const [row] = await run<Pick<CallerKey, 'status' | 'last_used_at' | 'updated_at'>>(this.#pool, 'key_caller', [this.#keyId]);
+  async callerNow(): Promise<KeyNow> {
+    const [row] = await run<KeyNow>(this.#pool, 'key_caller', [this.#keyId]);
     this.#settle(row?.status);
     return row!;
   }
