@@ -1,5 +1,6 @@
 // All database access goes through here: one pool per process or thread, named queries from
 // sql/queries (prepared once per connection), and transactions that may enqueue jobs.
+import type { Socket } from 'node:net';
 import pg from 'pg';
 import type { Config } from './config.ts';
 import { errorFields, type Logger } from './log.ts';
@@ -14,8 +15,6 @@ export function createPool(config: Config, log: Logger, connectionString: string
     max,
     connectionTimeoutMillis: config.dbConnectTimeoutMs,
     statement_timeout: config.dbStatementTimeoutMs,
-    // The client-side bound covers a server that accepted the connection and then went silent.
-    query_timeout: config.dbStatementTimeoutMs + 1000,
     idleTimeoutMillis: 30_000,
   });
   // A client losing its connection (database restart) must never crash the process: pg-pool
@@ -30,8 +29,38 @@ export function createPool(config: Config, log: Logger, connectionString: string
     client.on('error', (err) => {
       if (!pool.ending) log.warn({ err: errorFields(err) }, 'database connection lost');
     });
+    failWhenSilent(client, config.dbStatementTimeoutMs + SILENCE_BEYOND_STATEMENT_TIMEOUT_MS);
   });
   return pool;
+}
+
+/** How long past the statement timeout a query may go without a byte from the server. */
+const SILENCE_BEYOND_STATEMENT_TIMEOUT_MS = 1000;
+
+/**
+ * The client-side bound for a server that accepted the connection and then went silent (the
+ * statement timeout is the server's own, so it cannot end that): a query in flight with nothing
+ * read or written for `ms` closes its connection, and fails as a lost connection does (503).
+ * One idle timer per connection, which every byte refreshes, where pg's query_timeout armed a
+ * timer per query: those timers kept each query and the rows it read alive into V8's old
+ * generation, so a pool thread under load ran a full garbage collection every few hundred ms.
+ */
+function failWhenSilent(client: pg.PoolClient, ms: number): void {
+  const internals = client as unknown as PgClientInternals;
+  const socket = internals.connection.stream;
+  socket.setTimeout(ms, () => {
+    if (!internals.readyForQuery) socket.destroy();
+  });
+}
+
+/**
+ * What failWhenSilent reads of pg's Client beyond its typed API: its socket, and whether it waits
+ * for a query (false while one is in flight). test/database/silent-server.test.ts fails on a pg
+ * whose Client no longer has them.
+ */
+interface PgClientInternals {
+  connection: { stream: Socket };
+  readyForQuery: boolean;
 }
 
 export interface Queryable {
