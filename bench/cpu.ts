@@ -21,10 +21,13 @@ function statOf(file: string): { name: string; us: number } | undefined {
   return { name: text.slice(text.indexOf('(') + 1, close), us: (Number(fields[11]) + Number(fields[12])) * US_PER_TICK };
 }
 
-/** CPU (us) so far of each thread of process `pid`, by thread id, with the thread's name. */
-export function threadsCpu(pid: number): Map<string, { name: string; us: number }> {
-  const threads = new Map<string, { name: string; us: number }>();
-  if (!CPU_COUNTED) return threads;
+/** CPU readings by thread or process id, each with its name. */
+export type CpuReadings = Map<string, { name: string; us: number }>;
+
+/** CPU (us) so far of each thread of process `pid` (none when there is no pid to read). */
+export function threadsCpu(pid: number | undefined): CpuReadings {
+  const threads: CpuReadings = new Map();
+  if (!CPU_COUNTED || pid === undefined) return threads;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     const stat = statOf(`/proc/${pid}/task/${tid}/stat`);
     if (stat) threads.set(tid, stat);
@@ -32,37 +35,33 @@ export function threadsCpu(pid: number): Map<string, { name: string; us: number 
   return threads;
 }
 
-/**
- * Each thread name's CPU between two readings: each thread's growth, a new one's from zero (a
- * thread that exited takes its count with it; summed totals would subtract all it ever used).
- */
-export function threadsCpuBetween(before: ReturnType<typeof threadsCpu>, after: ReturnType<typeof threadsCpu>): Map<string, number> {
-  const byName = new Map<string, number>();
-  for (const [tid, { name, us }] of after) byName.set(name, (byName.get(name) ?? 0) + us - (before.get(tid)?.us ?? 0));
-  return byName;
-}
-
-/** CPU (us) so far of each process named postgres, by pid, and of the whole machine. */
-export function postgresAndMachineCpu(): { postgres: Map<string, number>; machine: number } {
-  const postgres = new Map<string, number>();
-  if (!CPU_COUNTED) return { postgres, machine: 0 };
+/** CPU (us) so far of each process named postgres. */
+export function postgresCpu(): CpuReadings {
+  const backends: CpuReadings = new Map();
+  if (!CPU_COUNTED) return backends;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const stat = statOf(`/proc/${pid}/stat`);
-    if (stat?.name === 'postgres') postgres.set(pid, stat.us);
+    if (stat?.name === 'postgres') backends.set(pid, stat);
   }
+  return backends;
+}
+
+/** CPU (us) so far of the whole machine. */
+export function machineCpu(): number {
+  if (!CPU_COUNTED) return 0;
   // user nice system idle iowait irq softirq: all but idle and iowait are work.
   const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  return { postgres, machine: (user! + nice! + system! + irq! + softirq!) * US_PER_TICK };
+  return (user! + nice! + system! + irq! + softirq!) * US_PER_TICK;
 }
 
 /**
- * PostgreSQL's CPU between two readings: each backend's growth, a new one's from zero. A backend
- * that exited meanwhile (a pool closing idle connections) takes its count with it, so summing the
- * totals instead would subtract all it ever used.
+ * Each name's CPU between two readings: each id's growth, a new one's from zero. A thread or
+ * backend that exited meanwhile (a pool closing idle connections) takes its count with it, so
+ * summing the totals instead would subtract all it ever used.
  */
-export function postgresCpuBetween(before: Map<string, number>, after: Map<string, number>): number {
-  let us = 0;
-  for (const [pid, now] of after) us += now - (before.get(pid) ?? 0);
-  return us;
+export function cpuBetween(before: CpuReadings, after: CpuReadings): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const [id, { name, us }] of after) byName.set(name, (byName.get(name) ?? 0) + us - (before.get(id)?.us ?? 0));
+  return byName;
 }

@@ -16,7 +16,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort } from '../test/support/ports.ts';
 import { finished } from './children.ts';
-import { CPU_COUNTED, postgresAndMachineCpu, postgresCpuBetween, threadsCpu, threadsCpuBetween } from './cpu.ts';
+import { CPU_COUNTED, cpuBetween, machineCpu, postgresCpu, threadsCpu } from './cpu.ts';
 import { agent, call } from './http.ts';
 import { certificateFiles, createReferenceTable } from './setup.ts';
 
@@ -64,13 +64,11 @@ class Cost {
 
   /** Runs `load` (resolving to its request count) and adds what it cost. */
   async measure(load: () => Promise<number>): Promise<void> {
-    const threads = this.pid === undefined ? undefined : threadsCpu(this.pid);
-    const outside = postgresAndMachineCpu();
+    const before = { threads: threadsCpu(this.pid), postgres: postgresCpu(), machine: machineCpu() };
     this.requests += await load();
-    if (threads) for (const [name, us] of threadsCpuBetween(threads, threadsCpu(this.pid!))) this.add(name, us);
-    const after = postgresAndMachineCpu();
-    this.add('PostgreSQL', postgresCpuBetween(outside.postgres, after.postgres));
-    this.add('machine', after.machine - outside.machine);
+    for (const [name, us] of cpuBetween(before.threads, threadsCpu(this.pid))) this.add(name, us);
+    for (const [, us] of cpuBetween(before.postgres, postgresCpu())) this.add('PostgreSQL', us);
+    this.add('machine', machineCpu() - before.machine);
   }
 
   private add(name: string, us: number): void {

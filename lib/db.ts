@@ -41,9 +41,9 @@ const SILENCE_BEYOND_STATEMENT_TIMEOUT_MS = 1000;
  * The client-side bound for a server that accepted the connection and then went silent (the
  * statement timeout is the server's own, so it cannot end that): a query in flight with nothing
  * read or written for `ms` closes its connection, and fails as a lost connection does (503).
- * One idle timer per connection, which every byte refreshes, where pg's query_timeout armed a
- * timer per query: those timers kept each query and the rows it read alive into V8's old
- * generation, so a pool thread under load ran a full garbage collection every few hundred ms.
+ * One idle timer per connection, which every byte refreshes, not pg's query_timeout: its timer
+ * per query kept each query and the rows it read alive past their request, into the old
+ * generation, where only full garbage collections reclaim them.
  */
 function failWhenSilent(client: pg.PoolClient, ms: number): void {
   const internals = client as unknown as PgClientInternals;
