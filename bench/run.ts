@@ -15,7 +15,7 @@ import { procfileArgs } from '../lib/procfile.ts';
 import { Children, finished } from './children.ts';
 import { agent, call } from './http.ts';
 import { certificateFiles, createReferenceTable } from './setup.ts';
-import { startEmbedded } from '../lib/embedded-db.ts';
+import { startEmbedded } from '../lib/embedded-server.ts';
 import { createLogger } from '../lib/log.ts';
 import { StartupError } from '../lib/startup-error.ts';
 import { loadScaleProject } from './scale.ts';

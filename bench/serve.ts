@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbedded } from '../lib/embedded-db.ts';
+import { startEmbedded } from '../lib/embedded-server.ts';
 import { createLogger } from '../lib/log.ts';
 import { StartupError } from '../lib/startup-error.ts';
 import { procfileArgs } from '../lib/procfile.ts';

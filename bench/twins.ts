@@ -13,7 +13,7 @@ import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import type { CallerKey, DomainRequest } from '../domain/requests.ts';
 import { hashSecret } from '../domain/secrets.ts';
 import { readConfig } from '../lib/config.ts';
-import { createPool, run } from '../lib/db.ts';
+import { createPool, queryFile } from '../lib/pool.ts';
 import { createLogger } from '../lib/log.ts';
 import { ENDPOINTS } from '../workers/endpoints/registry.ts';
 
@@ -34,7 +34,7 @@ const server = restify.createServer({ name: '', httpsServerOptions: tls, handleU
 const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
 const TITLES: Record<number, string> = { 200: 'OK', 201: 'Created' };
 
-const [caller] = await run<CallerKey>(pool, 'key_authenticate', [hashSecret(secret!)]);
+const [caller] = await queryFile<CallerKey>(pool, 'key_authenticate', [hashSecret(secret!)]);
 if (!caller) throw new Error('the bench key does not authenticate');
 
 function answer(res: restify.Response, status: number, response: unknown): void {

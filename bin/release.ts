@@ -2,7 +2,7 @@
 // grants of the role web and worker connect as (lib/app-role.ts).
 import { backfillChains } from '../domain/audit-chain.ts';
 import { grantAppRole } from '../lib/app-role.ts';
-import { createPool } from '../lib/db.ts';
+import { createPool } from '../lib/pool.ts';
 import { migrateJobs } from '../lib/jobs.ts';
 import { migrateSchema } from '../lib/migrate.ts';
 import { JOB_QUEUES } from '../workers/jobs/registry.ts';

@@ -3,7 +3,7 @@
 // through bin/detach.ts, which keeps a Ctrl-C at the terminal from reaching its PostgreSQL.
 import { createProject, countProjects } from '../domain/projects.ts';
 import { startGateway } from '../gateway/server.ts';
-import { createPool } from '../lib/db.ts';
+import { createPool } from '../lib/pool.ts';
 import { startProducer } from '../lib/jobs.ts';
 import type { Logger } from '../lib/log.ts';
 import { startJobWorkers } from '../workers/jobs/start.ts';

@@ -2,14 +2,15 @@
 // same database as `npm start`, prints one JSON object on stdout, exits 0; on failure a message
 // on stderr and a non-zero exit (2, with one line, for a usage error).
 import { parseArgs } from 'node:util';
+import { Invalid, activateApp, setLogo } from '../domain/apps.ts';
 import { ApiError } from '../domain/errors.ts';
 import { parseNewKey } from '../domain/keys.ts';
-import { NotFound, createProject, createProjectKey, disableConsumer, disableProject, verifyProjectChain } from '../domain/projects.ts';
+import { NotFound, createProject, createProjectKey, disableConsumer, disableProject, setPlan, verifyProjectChain } from '../domain/projects.ts';
+import { recordRun } from '../domain/runs.ts';
 import type { Actor, Services } from '../domain/services.ts';
-import { Invalid, activateApp, recordRun, setLogo, setPlan } from '../domain/workspace.ts';
 import { readConfig } from '../lib/config.ts';
-import { openDatabase } from '../lib/database.ts';
-import { createPool } from '../lib/db.ts';
+import { openDatabase } from '../lib/open-database.ts';
+import { createPool } from '../lib/pool.ts';
 import { startProducer } from '../lib/jobs.ts';
 import { createLogger, errorFields } from '../lib/log.ts';
 import { release } from './release.ts';

@@ -1,12 +1,17 @@
 // The apps resource (api.md 4.2): create, list, detail, edit (name, description, publish) and
-// soft delete, with the plan checked before anything else is done.
+// soft delete, with the plan checked before anything else is done; and the workspace's changes of
+// an app (its logo, its activation), which the HTTP API does not make.
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { isId, newId } from '../lib/ids.ts';
-import { run } from '../lib/db.ts';
+import { queryFile } from '../lib/pool.ts';
 import { recordEvent } from './audit.ts';
 import { catalog, IMAGE_DATA_TYPE_ID, type Catalog } from './catalog.ts';
 import { errors } from './errors.ts';
+import { isImage } from './images.ts';
+import { NotFound } from './projects.ts';
 import { apiActor, ok, pageOf, paging, type DomainRequest } from './requests.ts';
-import { change, type Services } from './services.ts';
+import { change, type Actor, type Services } from './services.ts';
 
 const NAME_MAX_CHARS = 200;
 const DESCRIPTION_MAX_CHARS = 2000;
@@ -105,19 +110,19 @@ export async function createApp(services: Services, req: DomainRequest) {
   const projectId = req.caller.project_id;
   const types = await catalog(services.pool);
   const response = await change(services, async (tx) => {
-    const [plan] = await run<{ custom_apps: boolean; app_limit: number }>(tx.client, 'plan_lock', [projectId]);
+    const [plan] = await queryFile<{ custom_apps: boolean; app_limit: number }>(tx.client, 'plan_lock', [projectId]);
     if (!plan || !plan.custom_apps) throw errors.planNoCustomApps();
     let app: NewApp;
     try {
       app = parseNewApp(req.body, types);
     } catch (err) {
       // The plan's limit is answered before the body's faults: the plan is checked first.
-      const [count] = await run<{ total: number }>(tx.client, 'app_count', [projectId]);
+      const [count] = await queryFile<{ total: number }>(tx.client, 'app_count', [projectId]);
       if (count!.total >= plan.app_limit) throw errors.planAppLimit();
       throw err;
     }
     const id = newId('mapp');
-    const [created] = await run<Created>(tx.client, 'app_create', [
+    const [created] = await queryFile<Created>(tx.client, 'app_create', [
       id, projectId, app.name, app.description, app.category, app.type, app.status, plan.app_limit,
       app.data.some((f) => f.typeId === IMAGE_DATA_TYPE_ID),
       app.data.map((f) => f.id), app.data.map((_, i) => i), app.data.map((f) => f.name),
@@ -188,7 +193,7 @@ function appView(row: AppSummaryRow & Partial<AppDetailRow>) {
 
 export async function listApps(services: Services, req: DomainRequest) {
   const { limit, offset } = paging(req.query);
-  const rows = await run<AppListRow & { total: number }>(services.db, 'app_list', [req.caller.project_id, limit, offset]);
+  const rows = await queryFile<AppListRow & { total: number }>(services.db, 'app_list', [req.caller.project_id, limit, offset]);
   return ok(pageOf(rows, appView));
 }
 
@@ -205,7 +210,7 @@ function appIdParam(req: DomainRequest): string {
 }
 
 export async function getApp(services: Services, req: DomainRequest) {
-  const [row] = await run<AppDetailRow>(services.db, 'app_find_readable', [appIdParam(req), req.caller.project_id]);
+  const [row] = await queryFile<AppDetailRow>(services.db, 'app_find_readable', [appIdParam(req), req.caller.project_id]);
   if (!row) throw errors.appNotFound();
   return ok(appView(row));
 }
@@ -250,7 +255,7 @@ export async function updateApp(services: Services, req: DomainRequest) {
   const projectId = req.caller.project_id;
   const actor = apiActor(req);
   const row = await change(services, async (tx) => {
-    const [app] = await run<LockedApp>(tx.client, 'app_lock_own', [id, projectId]);
+    const [app] = await queryFile<LockedApp>(tx.client, 'app_lock_own', [id, projectId]);
     if (!app) throw errors.appNotFound();
     const publishing = edit.type === 'public' && app.type !== 'public';
     if (publishing && app.status !== 'activated') throw errors.publishNeedsActivation();
@@ -263,10 +268,10 @@ export async function updateApp(services: Services, req: DomainRequest) {
     }
     const typeChanged = edit.type !== undefined && edit.type !== app.type;
     if (Object.keys(changes).length === 0 && !typeChanged) {
-      const [unchanged] = await run<AppSummaryRow>(tx.client, 'app_summary', [id, projectId]);
+      const [unchanged] = await queryFile<AppSummaryRow>(tx.client, 'app_summary', [id, projectId]);
       return unchanged!;
     }
-    const [updated] = await run<AppSummaryRow>(tx.client, 'app_update',
+    const [updated] = await queryFile<AppSummaryRow>(tx.client, 'app_update',
       [id, projectId, edit.name ?? app.name, edit.description ?? app.description, edit.type ?? app.type]);
     const event = { projectId, related: { table: 'app' as const, id }, at: updated!.updated_at };
     if (Object.keys(changes).length > 0) await recordEvent(tx, actor, { ...event, type: 'app.updated', details: { changes } });
@@ -286,7 +291,7 @@ export async function deleteApp(services: Services, req: DomainRequest) {
   const id = appIdParam(req);
   const projectId = req.caller.project_id;
   await change(services, async (tx) => {
-    const [deleted] = await run<{ id: string; name: string; deleted_at: number }>(tx.client, 'app_delete', [id, projectId]);
+    const [deleted] = await queryFile<{ id: string; name: string; deleted_at: number }>(tx.client, 'app_delete', [id, projectId]);
     if (!deleted) throw errors.appNotFound();
     await recordEvent(tx, apiActor(req), {
       projectId,
@@ -297,4 +302,62 @@ export async function deleteApp(services: Services, req: DomainRequest) {
     });
   });
   return ok({ deleted: true as const, id });
+}
+
+/** A logo bigger than this is refused before it is read. */
+export const MAX_LOGO_BYTES = 5 * 1024 * 1024;
+
+export class Invalid extends Error {}
+
+interface AppRow {
+  id: string;
+  project_id: string;
+  status: string;
+  logo_file_id: string | null;
+}
+
+/** Any app, deleted or not, by id: the workspace's changes and reports name apps that the API may no longer show. */
+export async function findApp(db: Parameters<typeof queryFile>[0], appId: string): Promise<AppRow> {
+  const [app] = await queryFile<AppRow>(db, 'app_find_any', [appId]);
+  if (!app) throw new NotFound(`No app ${appId}.`);
+  return app;
+}
+
+export async function setLogo(services: Services, actor: Actor, appId: string, filePath: string) {
+  const size = statSync(filePath).size;
+  if (size > MAX_LOGO_BYTES) throw new Invalid(`The logo file is larger than ${MAX_LOGO_BYTES} bytes.`);
+  const content = readFileSync(filePath);
+  const image = isImage(content);
+  return change(services, async (tx) => {
+    const app = await findApp(tx.client, appId);
+    const fileId = newId('file');
+    await queryFile(tx.client, 'file_insert', [fileId, app.project_id, path.basename(filePath), content.length, image, content]);
+    const [updated] = await queryFile<{ updated_at: number }>(tx.client, 'app_set_logo', [appId, fileId]);
+    await recordEvent(tx, actor, {
+      projectId: app.project_id,
+      type: 'app.logo_changed',
+      related: { table: 'app', id: appId },
+      details: { changes: { logo: { from: app.logo_file_id ?? '', to: fileId } }, image },
+      at: updated!.updated_at,
+    });
+    return { app: { id: appId, logo: fileId }, file: { id: fileId, image } };
+  });
+}
+
+export async function activateApp(services: Services, actor: Actor, appId: string) {
+  return change(services, async (tx) => {
+    await findApp(tx.client, appId);
+    const [activated] = await queryFile<{ id: string; project_id: string; updated_at: number }>(tx.client, 'app_activate', [appId]);
+    // Already activated: nothing changed, nothing to record.
+    if (activated) {
+      await recordEvent(tx, actor, {
+        projectId: activated.project_id,
+        type: 'app.activated',
+        related: { table: 'app', id: appId },
+        details: { changes: { status: { from: 'draft', to: 'activated' } } },
+        at: activated.updated_at,
+      });
+    }
+    return { app: { id: appId, status: 'activated' } };
+  });
 }

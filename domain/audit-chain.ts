@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type pg from 'pg';
-import { run, withTransaction } from '../lib/db.ts';
+import { queryFile, withTransaction } from '../lib/pool.ts';
 import { eventView, type EventRow } from './events.ts';
 
 export const GENESIS_HASH = '0'.repeat(64);
@@ -21,7 +21,7 @@ export function chainHash(previousHash: string, event: ReturnType<typeof eventVi
 async function* chainOf(db: pg.Pool | pg.PoolClient, projectId: string): AsyncGenerator<EventRow> {
   let after = 0;
   for (;;) {
-    const rows = await run<EventRow>(db, 'event_chain_page', [projectId, after, CHAIN_PAGE]);
+    const rows = await queryFile<EventRow>(db, 'event_chain_page', [projectId, after, CHAIN_PAGE]);
     yield* rows;
     if (rows.length < CHAIN_PAGE) return;
     after = Number(rows.at(-1)!.sequence);
@@ -52,10 +52,10 @@ export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Ver
  * project by project under the chain head's lock, before any process writes another.
  */
 export async function backfillChains(pool: pg.Pool): Promise<number> {
-  const projects = await run<{ project_id: string }>(pool, 'event_chain_unhashed', []);
+  const projects = await queryFile<{ project_id: string }>(pool, 'event_chain_unhashed', []);
   for (const { project_id: projectId } of projects) {
     await withTransaction(pool, async (client) => {
-      await run(client, 'event_chain_lock', [[projectId]]);
+      await queryFile(client, 'event_chain_lock', [[projectId]]);
       let previous = GENESIS_HASH;
       const ids: string[] = [];
       const hashes: string[] = [];
@@ -67,8 +67,8 @@ export async function backfillChains(pool: pg.Pool): Promise<number> {
         }
         previous = hash;
       }
-      await run(client, 'event_hash_set', [ids, hashes]);
-      await run(client, 'event_chain_head_set', [projectId, previous]);
+      await queryFile(client, 'event_hash_set', [ids, hashes]);
+      await queryFile(client, 'event_chain_head_set', [projectId, previous]);
     });
   }
   return projects.length;

@@ -3,7 +3,7 @@
 // numbered and chained, in batches, each exactly once.
 import type pg from 'pg';
 import { newId } from '../lib/ids.ts';
-import { run, withTransaction } from '../lib/db.ts';
+import { queryFile, withTransaction } from '../lib/pool.ts';
 import { chainHash, GENESIS_HASH } from './audit-chain.ts';
 import { eventView } from './events.ts';
 import { isDatabaseUnavailable } from './errors.ts';
@@ -26,7 +26,7 @@ export const DRAIN_QUEUE = 'audit.drain' satisfies QueueName;
 
 export async function recordEvent(tx: Tx, actor: Actor, spec: EventSpec): Promise<string> {
   const id = newId('evnt');
-  await run(tx.client, OUTBOX_INSERT, [
+  await queryFile(tx.client, OUTBOX_INSERT, [
     id, spec.projectId, spec.type, spec.related.table, spec.related.id, actor.origin, actor.keyId ?? null, actor.ip,
     JSON.stringify(spec.details ?? []), spec.at,
   ]);
@@ -43,7 +43,7 @@ const typeIdsByPool = new WeakMap<pg.Pool, Promise<Map<string, string>>>();
 function eventTypeIds(pool: pg.Pool): Promise<Map<string, string>> {
   let ids = typeIdsByPool.get(pool);
   if (!ids) {
-    ids = run<{ id: string; name: string }>(pool, 'event_types').then((rows) => new Map(rows.map((r) => [r.name, r.id])));
+    ids = queryFile<{ id: string; name: string }>(pool, 'event_types').then((rows) => new Map(rows.map((r) => [r.name, r.id])));
     ids.catch(() => typeIdsByPool.delete(pool));
     typeIdsByPool.set(pool, ids);
   }
@@ -61,9 +61,9 @@ function eventTypeIds(pool: pg.Pool): Promise<Map<string, string>> {
 async function writeEventsIn(client: pg.PoolClient, typeIds: Map<string, string>, jobs: AuditJob[], redelivered: boolean): Promise<number> {
   if (jobs.length === 0) return 0;
   const projects = [...new Set(jobs.map((job) => job.project_id))].sort();
-  const heads = await run<{ project_id: string; last_sequence: string; last_hash: string | null }>(client, 'event_chain_lock', [projects]);
+  const heads = await queryFile<{ project_id: string; last_sequence: string; last_hash: string | null }>(client, 'event_chain_lock', [projects]);
   const written = new Set(redelivered
-    ? (await run<{ id: string }>(client, 'events_existing', [jobs.map((job) => job.id)])).map((row) => row.id)
+    ? (await queryFile<{ id: string }>(client, 'events_existing', [jobs.map((job) => job.id)])).map((row) => row.id)
     : []);
   const chains = new Map(heads.map((head) => {
     const sequence = Number(head.last_sequence);
@@ -91,9 +91,9 @@ async function writeEventsIn(client: pg.PoolClient, typeIds: Map<string, string>
   }
   if (rows.length === 0) return 0;
   // An unknown type name fails here (type_id NOT NULL), rolling the batch back.
-  await run(client, 'events_insert', [JSON.stringify(rows)]);
+  await queryFile(client, 'events_insert', [JSON.stringify(rows)]);
   const moved = [...chains].filter(([, chain]) => chain.moved);
-  await run(client, 'event_chain_advance', [
+  await queryFile(client, 'event_chain_advance', [
     moved.map(([project]) => project), moved.map(([, chain]) => chain.sequence), moved.map(([, chain]) => chain.hash), EVENTS_CHANNEL,
   ]);
   return rows.length;
@@ -133,8 +133,8 @@ export async function drainOutbox(
   let written = 0;
   for (;;) {
     const batch = await withTransaction(pool, async (client) => {
-      await run(client, 'audit_outbox_lock');
-      const events = await run<AuditJob>(client, 'audit_outbox_take', [batchSize]);
+      await queryFile(client, 'audit_outbox_lock');
+      const events = await queryFile<AuditJob>(client, 'audit_outbox_take', [batchSize]);
       return { taken: events.length, written: await writeEventsIn(client, typeIds, events, false) };
     });
     written += batch.written;
@@ -161,7 +161,7 @@ async function eventsArrive(pool: pg.Pool, deadline: number, signal: AbortSignal
 
 /** Whether audit_outbox holds an event (the sweep that finds events whose wake-up was lost). */
 export async function outboxPending(pool: pg.Pool): Promise<boolean> {
-  const [row] = await run<{ pending: boolean }>(pool, 'audit_outbox_pending');
+  const [row] = await queryFile<{ pending: boolean }>(pool, 'audit_outbox_pending');
   return row!.pending;
 }
 

@@ -1,7 +1,7 @@
 // The fixed catalogue the app endpoints resolve against: data types, instruction types and
 // categories. Types are seeded by migrations and never change while a process runs, so they are
 // read once per thread; categories resolve per request (their newest build may change).
-import { run, type Queryable } from '../lib/db.ts';
+import { queryFile, type Queryable } from '../lib/pool.ts';
 
 interface TypeRow {
   kind: 'data' | 'instruction';
@@ -18,7 +18,7 @@ export interface Catalog {
 let loaded: Promise<Catalog> | undefined;
 
 export function catalog(db: Queryable): Promise<Catalog> {
-  loaded ??= run<TypeRow>(db, 'catalog_types').then((rows) => {
+  loaded ??= queryFile<TypeRow>(db, 'catalog_types').then((rows) => {
     const dataTypes = new Map<string, string>();
     const instructionTypes = new Set<string>();
     for (const row of rows) {

@@ -1,6 +1,6 @@
 // The audit trail's read side (api.md 4.3): the newest 100, and one by id.
 import { isId } from '../lib/ids.ts';
-import { run } from '../lib/db.ts';
+import { queryFile } from '../lib/pool.ts';
 import { errors } from './errors.ts';
 import { ok, pageOf, type DomainRequest } from './requests.ts';
 import { EVENT_TYPES, type Origin } from './jobs.ts';
@@ -45,14 +45,14 @@ export function eventView(row: EventRow) {
 }
 
 export async function listEvents(services: Services, req: DomainRequest) {
-  const rows = await run<EventRow & { total: number }>(services.db, 'event_list', [req.caller.project_id, FEED_SIZE]);
+  const rows = await queryFile<EventRow & { total: number }>(services.db, 'event_list', [req.caller.project_id, FEED_SIZE]);
   return ok(pageOf(rows, eventView));
 }
 
 export async function getEvent(services: Services, req: DomainRequest) {
   const id = req.params.event_id ?? '';
   if (!isId('evnt', id)) throw errors.eventNotFound();
-  const [row] = await run<EventRow>(services.db, 'event_find', [id, req.caller.project_id]);
+  const [row] = await queryFile<EventRow>(services.db, 'event_find', [id, req.caller.project_id]);
   if (!row) throw errors.eventNotFound();
   return ok(eventView(row));
 }

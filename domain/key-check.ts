@@ -5,7 +5,7 @@
 // (decisions.md). The rule itself is the view api_key_usable (sql/migrations/0008), which the
 // lookup by hash reads too.
 import type pg from 'pg';
-import { run, type Database } from '../lib/db.ts';
+import { queryFile, type Database } from '../lib/pool.ts';
 import { fillTemplate } from '../lib/sql-files.ts';
 import { ApiError, errors } from './errors.ts';
 import type { CallerKey, DomainRequest } from './requests.ts';
@@ -87,7 +87,7 @@ export class KeyCheckedDatabase implements Database {
 
   /** What of the caller's key can change, read with its check: a statement that is the check itself. */
   async callerNow(): Promise<KeyNow> {
-    const [row] = await run<KeyNow>(this.#pool, 'key_caller', [this.#keyId]);
+    const [row] = await queryFile<KeyNow>(this.#pool, 'key_caller', [this.#keyId]);
     this.#settle(row?.status);
     return row!;
   }
@@ -95,7 +95,7 @@ export class KeyCheckedDatabase implements Database {
   /** The check on its own round trip, unless a statement already carried it. */
   async confirm(): Promise<void> {
     if (!this.#pending) return;
-    const [row] = await run<{ key_check: string | null }>(this.#pool, 'key_check', [this.#keyId]);
+    const [row] = await queryFile<{ key_check: string | null }>(this.#pool, 'key_check', [this.#keyId]);
     this.#settle(row?.key_check);
   }
 

@@ -1,6 +1,6 @@
 // The keys resource (api.md 4.1): list, read, current, create, revoke.
 import { isId, newId } from '../lib/ids.ts';
-import { run, type Database } from '../lib/db.ts';
+import { queryFile, type Database } from '../lib/pool.ts';
 import { recordEvent } from './audit.ts';
 import { KeyCheckedDatabase } from './key-check.ts';
 import { errors } from './errors.ts';
@@ -42,7 +42,7 @@ function keyIdParam(req: DomainRequest): string {
 
 export async function listKeys(services: Services, req: DomainRequest) {
   const { limit, offset } = paging(req.query);
-  const rows = await run<KeyRow & { total: number }>(services.db, 'key_list', [req.caller.project_id, limit, offset]);
+  const rows = await queryFile<KeyRow & { total: number }>(services.db, 'key_list', [req.caller.project_id, limit, offset]);
   return ok(pageOf(rows, (row) => keyView(row)));
 }
 
@@ -58,7 +58,7 @@ export async function currentKey(db: Database, req: DomainRequest) {
 export async function getKey(services: Services, req: DomainRequest) {
   const id = keyIdParam(req);
   if (!isId('papi', id)) throw errors.keyNotFound();
-  const [row] = await run<KeyRow>(services.db, 'key_find', [id, req.caller.project_id]);
+  const [row] = await queryFile<KeyRow>(services.db, 'key_find', [id, req.caller.project_id]);
   if (!row) throw errors.keyNotFound();
   return ok(keyView(row));
 }
@@ -102,7 +102,7 @@ export function parseNewKey(body: Record<string, unknown>, callerScope: readonly
 export async function insertKey(tx: Tx, actor: Actor, projectId: string, consumerId: string, input: NewKey) {
   const secret = newSecret();
   const id = newId('papi');
-  const [row] = await run<KeyRow>(tx.client, 'key_insert',
+  const [row] = await queryFile<KeyRow>(tx.client, 'key_insert',
     [id, projectId, consumerId, input.name, hashSecret(secret), previewOf(secret), input.scope, input.expiresAt]);
   await recordEvent(tx, actor, {
     projectId,
@@ -127,7 +127,7 @@ export async function revokeKey(services: Services, req: DomainRequest) {
   if (!isId('papi', id)) throw errors.keyNotFound();
   const projectId = req.caller.project_id;
   await change(services, async (tx) => {
-    const [revoked] = await run<{ id: string; name: string; updated_at: number }>(tx.client, 'key_revoke', [id, projectId]);
+    const [revoked] = await queryFile<{ id: string; name: string; updated_at: number }>(tx.client, 'key_revoke', [id, projectId]);
     if (!revoked) throw errors.keyNotFound();
     await recordEvent(tx, apiActor(req), {
       projectId,
@@ -145,7 +145,7 @@ export async function expireDueKeys(services: Services, batchSize = 500): Promis
   let total = 0;
   for (;;) {
     const expired = await change(services, async (tx) => {
-      const rows = await run<{ id: string; project_id: string; expires_at: number; updated_at: number }>(tx.client, 'key_expire_due', [batchSize]);
+      const rows = await queryFile<{ id: string; project_id: string; expires_at: number; updated_at: number }>(tx.client, 'key_expire_due', [batchSize]);
       for (const row of rows) {
         await recordEvent(tx, { origin: 'system', ip: '127.0.0.1' }, {
           projectId: row.project_id,

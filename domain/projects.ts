@@ -1,6 +1,6 @@
-// Projects and consumers: workspace actions (origin `workspace`), not part of the HTTP API.
+// Projects, their consumers and their plans: workspace actions (origin `workspace`), not part of the HTTP API.
 import { newId } from '../lib/ids.ts';
-import { run } from '../lib/db.ts';
+import { queryFile } from '../lib/pool.ts';
 import { recordEvent } from './audit.ts';
 import { verifyChain } from './audit-chain.ts';
 import { insertKey, keyView, type NewKey } from './keys.ts';
@@ -13,10 +13,10 @@ export async function createProject(services: Services, actor: Actor, name: stri
   return change(services, async (tx) => {
     const consumerId = newId('cons');
     const projectId = newId('proj');
-    await run(tx.client, 'consumer_insert', [consumerId, name]);
-    const [project] = await run<{ id: string; created_at: number }>(tx.client, 'project_insert', [projectId, name]);
-    await run(tx.client, 'membership_insert', [projectId, consumerId, 'owner']);
-    await run(tx.client, 'plan_insert', [projectId]);
+    await queryFile(tx.client, 'consumer_insert', [consumerId, name]);
+    const [project] = await queryFile<{ id: string; created_at: number }>(tx.client, 'project_insert', [projectId, name]);
+    await queryFile(tx.client, 'membership_insert', [projectId, consumerId, 'owner']);
+    await queryFile(tx.client, 'plan_insert', [projectId]);
     await recordEvent(tx, actor, {
       projectId,
       type: 'project.created',
@@ -35,7 +35,7 @@ export async function createProject(services: Services, actor: Actor, name: stri
  */
 export async function createProjectKey(services: Services, actor: Actor, projectId: string, input: NewKey) {
   const { row, secret } = await change(services, async (tx) => {
-    const [owner] = await run<{ consumer_id: string }>(tx.client, 'project_owner', [projectId]);
+    const [owner] = await queryFile<{ consumer_id: string }>(tx.client, 'project_owner', [projectId]);
     if (!owner) throw new NotFound(`No project ${projectId}.`);
     return insertKey(tx, actor, projectId, owner.consumer_id, input);
   });
@@ -44,9 +44,9 @@ export async function createProjectKey(services: Services, actor: Actor, project
 
 export async function disableProject(services: Services, actor: Actor, projectId: string) {
   return change(services, async (tx) => {
-    const [exists] = await run(tx.client, 'project_exists', [projectId]);
+    const [exists] = await queryFile(tx.client, 'project_exists', [projectId]);
     if (!exists) throw new NotFound(`No project ${projectId}.`);
-    const [disabled] = await run<{ id: string; updated_at: number }>(tx.client, 'project_disable', [projectId]);
+    const [disabled] = await queryFile<{ id: string; updated_at: number }>(tx.client, 'project_disable', [projectId]);
     // Already disabled: nothing changed, so nothing to record.
     if (disabled) {
       await recordEvent(tx, actor, {
@@ -62,9 +62,9 @@ export async function disableProject(services: Services, actor: Actor, projectId
 
 export async function disableConsumer(services: Services, actor: Actor, consumerId: string) {
   return change(services, async (tx) => {
-    const [exists] = await run(tx.client, 'consumer_exists', [consumerId]);
+    const [exists] = await queryFile(tx.client, 'consumer_exists', [consumerId]);
     if (!exists) throw new NotFound(`No consumer ${consumerId}.`);
-    const rows = await run<{ id: string; project_id: string; updated_at: number }>(tx.client, 'consumer_disable', [consumerId]);
+    const rows = await queryFile<{ id: string; project_id: string; updated_at: number }>(tx.client, 'consumer_disable', [consumerId]);
     for (const row of rows) {
       await recordEvent(tx, actor, {
         projectId: row.project_id,
@@ -78,13 +78,28 @@ export async function disableConsumer(services: Services, actor: Actor, consumer
 }
 
 export async function countProjects(services: Services): Promise<number> {
-  const [row] = await run<{ total: number }>(services.pool, 'project_count');
+  const [row] = await queryFile<{ total: number }>(services.pool, 'project_count');
   return row!.total;
 }
 
 /** The workspace's `events verify`: the project's whole hash chain recomputed. */
 export async function verifyProjectChain(services: Services, projectId: string) {
-  const [exists] = await run(services.pool, 'project_exists', [projectId]);
+  const [exists] = await queryFile(services.pool, 'project_exists', [projectId]);
   if (!exists) throw new NotFound(`No project ${projectId}.`);
   return { project: { id: projectId }, ...await verifyChain(services.pool, projectId) };
+}
+
+export async function setPlan(services: Services, actor: Actor, projectId: string, plan: { customApps?: boolean; appLimit?: number }) {
+  return change(services, async (tx) => {
+    const [row] = await queryFile<{ old_custom_apps: boolean; old_app_limit: number; custom_apps: boolean; app_limit: number; updated_at: number }>(
+      tx.client, 'plan_update', [projectId, plan.customApps ?? null, plan.appLimit ?? null]);
+    if (!row) throw new NotFound(`No project ${projectId}.`);
+    const changes: Record<string, { from: unknown; to: unknown }> = {};
+    if (row.old_custom_apps !== row.custom_apps) changes.custom_apps = { from: row.old_custom_apps, to: row.custom_apps };
+    if (row.old_app_limit !== row.app_limit) changes.app_limit = { from: row.old_app_limit, to: row.app_limit };
+    if (Object.keys(changes).length > 0) {
+      await recordEvent(tx, actor, { projectId, type: 'plan.changed', related: { table: 'project', id: projectId }, details: { changes }, at: row.updated_at });
+    }
+    return { project: { id: projectId }, plan: { custom_apps: row.custom_apps, app_limit: row.app_limit } };
+  });
 }

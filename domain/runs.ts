@@ -1,8 +1,10 @@
 // Runs reported by the run engine (queue `run.finished`): stored once per run id, after which the
 // (app, project) totals are recomputed by their own job, so reads never aggregate runs.
-import { run, withTransaction } from '../lib/db.ts';
-import { isId } from '../lib/ids.ts';
-import type { RunFinished, TotalsJob } from './jobs.ts';
+import { queryFile, withTransaction } from '../lib/pool.ts';
+import { isId, newId } from '../lib/ids.ts';
+import { findApp } from './apps.ts';
+import { NotFound } from './projects.ts';
+import type { QueueName, RunFinished, TotalsJob } from './jobs.ts';
 import { change, type Services } from './services.ts';
 
 
@@ -21,7 +23,7 @@ export function invalidRunReport(report: RunFinished): string | undefined {
 /** Returns whether this report was new. */
 export async function storeRun(services: Services, report: RunFinished): Promise<boolean> {
   return change(services, async (tx) => {
-    const [stored] = await run(tx.client, 'run_insert', [
+    const [stored] = await queryFile(tx.client, 'run_insert', [
       report.run_id, report.app_id, report.project_id, report.status,
       report.tokens?.input ?? null, report.tokens?.output ?? null,
     ]);
@@ -34,7 +36,17 @@ export async function storeRun(services: Services, report: RunFinished): Promise
 
 export async function recomputeTotals(services: Services, job: TotalsJob): Promise<void> {
   await withTransaction(services.pool, async (client) => {
-    await run(client, 'app_lock_for_totals', [job.app_id]);
-    await run(client, 'app_totals_recompute', [job.app_id, job.project_id]);
+    await queryFile(client, 'app_lock_for_totals', [job.app_id]);
+    await queryFile(client, 'app_totals_recompute', [job.app_id, job.project_id]);
   });
+}
+
+/** Plays the run engine: reports a finished run on the `run.finished` queue. */
+export async function recordRun(services: Services, report: Omit<RunFinished, 'run_id'>) {
+  await findApp(services.pool, report.app_id);
+  const [project] = await queryFile(services.pool, 'project_exists', [report.project_id]);
+  if (!project) throw new NotFound(`No project ${report.project_id}.`);
+  const runId = newId('run');
+  await services.boss.send('run.finished' satisfies QueueName, { run_id: runId, ...report } satisfies RunFinished);
+  return { run: { id: runId } };
 }

@@ -2,7 +2,7 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { bossDb, requestJob, wakeWorkers } from '../lib/jobs.ts';
-import { withTransaction, type Database } from '../lib/db.ts';
+import { withTransaction, type Database } from '../lib/pool.ts';
 import type { Logger } from '../lib/log.ts';
 import type { JobPayloads, Origin, QueueName } from './jobs.ts';
 

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { errors, isDatabaseUnavailable, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
 import { couldBeSecret, hashSecret } from '../domain/secrets.ts';
-import { run } from '../lib/db.ts';
+import { queryFile } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { sendError } from './envelope.ts';
 import type { KnownKeys } from './known-keys.ts';
@@ -41,7 +41,7 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
     if (nowMs - (touchedAtMs.get(key.id) ?? 0) < LAST_USED_RESOLUTION_MS) return;
     if (touchedAtMs.size >= LAST_USED_MEMORY_KEYS) touchedAtMs.clear();
     touchedAtMs.set(key.id, nowMs);
-    run(pool, 'key_touch_last_used', [key.id]).catch((err) => {
+    queryFile(pool, 'key_touch_last_used', [key.id]).catch((err) => {
       touchedAtMs.delete(key.id);
       log.warn({ err: errorFields(err), keyId: key.id }, 'could not record last use');
     });
@@ -87,7 +87,7 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
       }
       return;
     }
-    run<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
+    queryFile<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
       const refused = refusal(row);
       if (refused) {
         sendError(res, refused);

@@ -13,7 +13,7 @@ import type { Response } from 'restify';
 import { eventView, type EventRow, type StreamQuery } from '../domain/events.ts';
 import { EVENTS_CHANNEL } from '../domain/audit.ts';
 import type { Config } from '../lib/config.ts';
-import { run } from '../lib/db.ts';
+import { queryFile } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import type { GatewayRequest } from './types.ts';
 
@@ -114,7 +114,7 @@ export class EventStreams {
   }
 
   private async head(projectId: string): Promise<number> {
-    const [row] = await run<{ last_sequence: string }>(this.pool, 'event_chain_heads', [[projectId]]);
+    const [row] = await queryFile<{ last_sequence: string }>(this.pool, 'event_chain_heads', [[projectId]]);
     return Number(row?.last_sequence ?? 0);
   }
 
@@ -123,7 +123,7 @@ export class EventStreams {
     try {
       while (!stream.closed && stream.position < feed.cursor) {
         const upTo = feed.cursor;
-        const rows = await run<EventRow>(this.pool, 'event_stream_page', [
+        const rows = await queryFile<EventRow>(this.pool, 'event_stream_page', [
           stream.projectId, stream.position, upTo, stream.types && [...stream.types], stream.actors && [...stream.actors], PAGE]);
         if (this.behind(stream)) return;
         this.pass(stream, rows, rows.map(frame));
@@ -146,7 +146,7 @@ export class EventStreams {
     try {
       do {
         feed.again = false;
-        const rows = await run<EventRow>(this.pool, 'event_stream_page', [projectId, feed.cursor, Number.MAX_SAFE_INTEGER, null, null, PAGE]);
+        const rows = await queryFile<EventRow>(this.pool, 'event_stream_page', [projectId, feed.cursor, Number.MAX_SAFE_INTEGER, null, null, PAGE]);
         for (const stream of feed.streams) if (stream.live) this.behind(stream);
         if (rows.length > 0) {
           // Each event is serialised once however many streams follow the project, and a stream
@@ -216,9 +216,9 @@ export class EventStreams {
     this.sweeping = true;
     try {
       const keyIds = [...new Set([...this.streams].map((s) => s.keyId))];
-      const usable = new Set((await run<{ id: string }>(this.pool, 'key_usable', [keyIds])).map((r) => r.id));
+      const usable = new Set((await queryFile<{ id: string }>(this.pool, 'key_usable', [keyIds])).map((r) => r.id));
       for (const stream of this.streams) if (!usable.has(stream.keyId)) this.end(stream);
-      const heads = await run<{ project_id: string; last_sequence: string }>(this.pool, 'event_chain_heads', [[...this.feeds.keys()]]);
+      const heads = await queryFile<{ project_id: string; last_sequence: string }>(this.pool, 'event_chain_heads', [[...this.feeds.keys()]]);
       for (const { project_id: projectId, last_sequence: last } of heads) {
         const feed = this.feeds.get(projectId);
         if (feed && Number(last) > feed.cursor) void this.fetch(feed, projectId);

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import restify from 'restify';
 import { ApiError, errors } from '../domain/errors.ts';
 import type { Config } from '../lib/config.ts';
-import { createPool } from '../lib/db.ts';
+import { createPool } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
 import { bodyLimit, continueAtBodyLimit } from './body-limit.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { setLogo } from '../../domain/workspace.ts';
+import { setLogo } from '../../domain/apps.ts';
 import { assertSuccess } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
 import { APP_NOT_FOUND, createApp, getApp, LOGO_BYTES, logoFile } from './helpers.ts';

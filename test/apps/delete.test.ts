@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { recordRun } from '../../domain/workspace.ts';
+import { recordRun } from '../../domain/runs.ts';
 import { assertError, assertSuccess } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
 import { APP_NOT_FOUND, createApp, getApp, waitForTotals } from './helpers.ts';

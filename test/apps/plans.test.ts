@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { setPlan } from '../../domain/workspace.ts';
+import { setPlan } from '../../domain/projects.ts';
 import { assertError, assertSuccess } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
 import { appBody, createApp } from './helpers.ts';

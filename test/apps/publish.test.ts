@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { activateApp, setLogo } from '../../domain/workspace.ts';
+import { activateApp, setLogo } from '../../domain/apps.ts';
 import { assertError, assertSuccess } from '../support/assertions.ts';
 import { workspaceOk } from '../support/cli.ts';
 import { ID } from '../support/ids.ts';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { recordRun, setLogo } from '../../domain/workspace.ts';
+import { setLogo } from '../../domain/apps.ts';
+import { recordRun } from '../../domain/runs.ts';
 import { assertSuccess } from '../support/assertions.ts';
 import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';

@@ -1,19 +1,19 @@
 // A database server that accepted the connection and then went silent (a stopped backend, a
 // partition) must not hold a request forever: the server's statement timeout cannot end it, so
-// the client bounds it (lib/db.ts failWhenSilent). The backend is stopped with SIGSTOP, which
+// the client bounds it (lib/pool.ts failWhenSilent). The backend is stopped with SIGSTOP, which
 // is that silence exactly: its socket stays open and nothing comes back.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { isDatabaseUnavailable } from '../../domain/errors.ts';
 import { readConfig } from '../../lib/config.ts';
-import { createPool } from '../../lib/db.ts';
+import { createPool } from '../../lib/pool.ts';
 import { createLogger } from '../../lib/log.ts';
 import { createTestDatabase } from '../support/service.ts';
 import { sleep } from '../support/wait.ts';
 
 const STATEMENT_TIMEOUT_MS = 300;
-/** The statement timeout and the second past it that lib/db.ts allows a silent server. */
+/** The statement timeout and the second past it that lib/pool.ts allows a silent server. */
 const SILENCE_BOUND_MS = STATEMENT_TIMEOUT_MS + 1000;
 
 let pool: pg.Pool;

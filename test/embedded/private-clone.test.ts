@@ -1,6 +1,6 @@
 // Issue 13: as root, a checkout under a private directory (0700, as `mktemp -d` makes it and as
 // root's home is) runs its embedded PostgreSQL with the data in its own ./.data/pg. The server runs
-// as the user postgres, which cannot pass through that directory: lib/embedded-pg.ts runs it from
+// as the user postgres, which cannot pass through that directory: lib/embedded-programs.ts runs it from
 // root's copy of the binaries, inside its data directory. The test makes such a clone (the
 // service's files, node_modules hard-linked as `npm ci` would have filled it), then, with
 // DATA_DIR left at its default:

@@ -7,7 +7,7 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { startEmbedded } from '../../lib/embedded-db.ts';
+import { startEmbedded } from '../../lib/embedded-server.ts';
 import { createLogger } from '../../lib/log.ts';
 import { StartupError } from '../../lib/startup-error.ts';
 import { runNode, serviceEnv, type CliOutcome } from '../support/cli.ts';

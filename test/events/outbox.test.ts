@@ -10,7 +10,7 @@ import type { PgBoss } from 'pg-boss';
 import { drainOutbox, recordEvent } from '../../domain/audit.ts';
 import type { AuditJob, EventType } from '../../domain/jobs.ts';
 import { change, type Services } from '../../domain/services.ts';
-import { run } from '../../lib/db.ts';
+import { queryFile } from '../../lib/pool.ts';
 import { newId } from '../../lib/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
 import { nowSeconds, waitFor } from '../support/wait.ts';
@@ -98,8 +98,8 @@ test('a drain that dies mid-transaction writes nothing; the drain waiting behind
   await dying.connect();
   const pid = (await dying.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
   await dying.query('BEGIN');
-  await run(dying, 'audit_outbox_lock');
-  const taken = await run<AuditJob>(dying, 'audit_outbox_take', [10]);
+  await queryFile(dying, 'audit_outbox_lock');
+  const taken = await queryFile<AuditJob>(dying, 'audit_outbox_take', [10]);
   assert.equal(taken.length, 10, 'the dying drain holds the first ten');
 
   // Waits for the dying drain's lock; then takes what that drain took, as its death returns it.

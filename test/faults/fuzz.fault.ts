@@ -23,7 +23,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { disableConsumer, disableProject } from '../../domain/projects.ts';
-import { setLogo } from '../../domain/workspace.ts';
+import { setLogo } from '../../domain/apps.ts';
 import { assertSuccess, TITLES } from '../support/assertions.ts';
 import { recordFigure } from '../support/figures.ts';
 import { createKey } from '../support/keys.ts';

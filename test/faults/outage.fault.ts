@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ensureDatabase, startEmbedded, type EmbeddedServer } from '../../lib/embedded-db.ts';
+import { ensureDatabase, startEmbedded, type EmbeddedServer } from '../../lib/embedded-server.ts';
 import { WORST_RECOVERY_SECONDS } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
 import { assertSuccess } from '../support/assertions.ts';

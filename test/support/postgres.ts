@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startEmbedded } from '../../lib/embedded-db.ts';
+import { startEmbedded } from '../../lib/embedded-server.ts';
 import type { Logger } from '../../lib/log.ts';
 import { freePort } from './ports.ts';
 
@@ -42,7 +42,7 @@ export async function startTestPostgres(log: Logger): Promise<TestPostgres> {
     return { kind: 'Testcontainers', adminUrl: container.getConnectionUri(), stop: async () => { await container.stop(); } };
   }
   // A private directory (0700) is fine: as root the server runs as the user postgres, which needs
-  // no path to its data (lib/embedded-pg.ts).
+  // no path to its data (lib/embedded-programs.ts).
   const parent = mkdtempSync(path.join(tmpdir(), 'pms-test-'));
   const dir = path.join(parent, 'pg');
   const server = await startEmbedded({

@@ -10,7 +10,7 @@ import { createProject } from '../../domain/projects.ts';
 import type { Services } from '../../domain/services.ts';
 import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { readConfig, type Config } from '../../lib/config.ts';
-import { createPool } from '../../lib/db.ts';
+import { createPool } from '../../lib/pool.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
 import { startJobWorkers, type JobWorkers } from '../../workers/jobs/start.ts';

@@ -4,7 +4,7 @@ import type { ApiError } from '../../domain/errors.ts';
 import type { StreamQuery } from '../../domain/events.ts';
 import type { DomainRequest, DomainResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
-import type { Database } from '../../lib/db.ts';
+import type { Database } from '../../lib/pool.ts';
 
 /** A JSON Schema (2020-12, as OpenAPI 3.1 uses it). */
 export type JsonSchema = { readonly [keyword: string]: unknown };

@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import type { JobPayloads, QueueName } from '../../domain/jobs.ts';
 import type { Config } from '../../lib/config.ts';
-import { createPool } from '../../lib/db.ts';
+import { createPool } from '../../lib/pool.ts';
 import { startConsumer } from '../../lib/jobs.ts';
 import { errorFields, type Logger } from '../../lib/log.ts';
 import type { JobQueue } from './queue.ts';

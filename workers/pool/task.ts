@@ -8,7 +8,7 @@ import { type DomainRequest, type DomainResult, type SerializedResult } from '..
 import type { Services } from '../../domain/services.ts';
 import { ENDPOINTS, type PoolEndpointName } from '../endpoints/registry.ts';
 import type { Config } from '../../lib/config.ts';
-import { createPool } from '../../lib/db.ts';
+import { createPool } from '../../lib/pool.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger, errorFields } from '../../lib/log.ts';
 

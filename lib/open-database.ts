@@ -1,7 +1,7 @@
 // Which PostgreSQL a process uses: DATABASE_URL, or the embedded server under DATA_DIR.
 import path from 'node:path';
 import type { Config } from './config.ts';
-import { ensureDatabase, startEmbedded } from './embedded-db.ts';
+import { ensureDatabase, startEmbedded } from './embedded-server.ts';
 import type { Logger } from './log.ts';
 
 export interface DatabaseHandle {

@@ -1,4 +1,4 @@
-// The embedded PostgreSQL (an npm package's binaries, run by lib/embedded-pg.ts), used when no
+// The embedded PostgreSQL (an npm package's binaries, run by lib/embedded-programs.ts), used when no
 // DATABASE_URL is given. Whoever finds it not running starts it and stops it on exit; others
 // connect to the one running: the one on the port that accepts this checkout's password.
 // Every reason it cannot start is a StartupError: one line naming the cause and what to do.
@@ -12,7 +12,7 @@ import { APP_ROLE, ensureAppLogin } from './app-role.ts';
 import {
   ServerExit, causeIn, initdb, orDatabaseUrl, prepareRunner, reasonOf, startServer, startupError,
   type Runner, type RunnerOptions, type ServerProcess,
-} from './embedded-pg.ts';
+} from './embedded-programs.ts';
 import type { Logger } from './log.ts';
 
 export interface EmbeddedServer {

@@ -78,7 +78,7 @@ export interface Database extends Queryable {
 }
 
 /** Runs sql/queries/<name>.sql with bound values, as a prepared statement named after the file. */
-export async function run<T extends object = Record<string, unknown>>(db: Queryable, name: string, values: unknown[] = []): Promise<T[]> {
+export async function queryFile<T extends object = Record<string, unknown>>(db: Queryable, name: string, values: unknown[] = []): Promise<T[]> {
   const result = await db.query({ name, text: queryText(name), values });
   return result.rows as T[];
 }
