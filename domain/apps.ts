@@ -12,9 +12,8 @@ import { isImage } from './images.ts';
 import { NotFound } from './projects.ts';
 import { apiActor, ok, pageOf, paging, type DomainRequest } from './requests.ts';
 import { change, type Actor, type Services } from './services.ts';
+import { APP_DESCRIPTION, APP_NAME, editedText, requiredText } from './text-fields.ts';
 
-const NAME_MAX_CHARS = 200;
-const DESCRIPTION_MAX_CHARS = 2000;
 const DEFAULT_CATEGORY = 'general';
 const CATEGORY_ALIASES = ['category', 'task_type', 'model_task_type'] as const;
 
@@ -47,15 +46,6 @@ interface NewApp {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 const nonEmptyString = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
-const chars = (value: string) => [...value].length;
-
-function requiredText(value: unknown, missing: () => Error, notString: () => Error, tooLong: () => Error, max: number): string {
-  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) throw missing();
-  if (typeof value !== 'string') throw notString();
-  if (chars(value) > max) throw tooLong();
-  return value;
-}
-
 function parseDataFields(data: unknown, types: Catalog): NewDataField[] {
   if (!Array.isArray(data) || data.length === 0) throw errors.dataNotArray();
   const fields = data.map((entry): NewDataField => {
@@ -86,8 +76,8 @@ function parseInstructions(instruction: unknown, types: Catalog): NewInstruction
 
 /** Validation in the order decisions.md lists it; the plan was checked before this runs. */
 function parseNewApp(body: Record<string, unknown>, types: Catalog): NewApp {
-  const name = requiredText(body.name, errors.appNameRequired, errors.appNameType, errors.appNameLength, NAME_MAX_CHARS);
-  const description = requiredText(body.description, errors.appDescriptionRequired, errors.appDescriptionType, errors.appDescriptionLength, DESCRIPTION_MAX_CHARS);
+  const name = requiredText(body.name, APP_NAME);
+  const description = requiredText(body.description, APP_DESCRIPTION);
   const sentCategory = CATEGORY_ALIASES.map((alias) => body[alias]).find((value) => value !== undefined && value !== null);
   if (sentCategory !== undefined && typeof sentCategory !== 'string') throw errors.categoryUnknown();
   const data = parseDataFields(body.data, types);
@@ -225,18 +215,8 @@ function parseEdit(body: Record<string, unknown>): AppEdit {
   const { name, description, type } = body;
   if (name === undefined && description === undefined && type === undefined) throw errors.nothingToUpdate();
   const edit: AppEdit = {};
-  if (name !== undefined) {
-    if (typeof name !== 'string') throw errors.appNameType();
-    if (name.trim() === '') throw errors.appNameEmpty();
-    if (chars(name) > NAME_MAX_CHARS) throw errors.appNameLength();
-    edit.name = name;
-  }
-  if (description !== undefined) {
-    if (typeof description !== 'string') throw errors.appDescriptionType();
-    if (description.trim() === '') throw errors.appDescriptionEmpty();
-    if (chars(description) > DESCRIPTION_MAX_CHARS) throw errors.appDescriptionLength();
-    edit.description = description;
-  }
+  if (name !== undefined) edit.name = editedText(name, APP_NAME);
+  if (description !== undefined) edit.description = editedText(description, APP_DESCRIPTION);
   if (type !== undefined) {
     if (type !== 'private' && type !== 'public') throw errors.appType();
     edit.type = type;

@@ -8,8 +8,8 @@ import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
 import { apiActor, ok, pageOf, paging, type CallerKey, type DomainRequest } from './requests.ts';
 import { change, type Actor, type Services, type Tx } from './services.ts';
+import { KEY_NAME, requiredText } from './text-fields.ts';
 
-const NAME_MAX_CHARS = 200;
 /** The last second timestamptz (and any client) can sensibly hold: 9999-12-31T23:59:59Z. */
 const LATEST_UNIX_SECONDS = 253_402_300_799;
 
@@ -72,10 +72,8 @@ export interface NewKey {
 
 /** Validates a creation body in the order decisions.md gives; `callerScope` is the creating key's. */
 export function parseNewKey(body: Record<string, unknown>, callerScope: readonly string[], nowSeconds: number): NewKey {
-  const { name, scope, expires_at: expiresAt } = body;
-  if (name === undefined || name === null || (typeof name === 'string' && name.trim() === '')) throw errors.keyNameRequired();
-  if (typeof name !== 'string') throw errors.keyNameType();
-  if ([...name].length > NAME_MAX_CHARS) throw errors.keyNameLength();
+  const { scope, expires_at: expiresAt } = body;
+  const name = requiredText(body.name, KEY_NAME);
 
   let scopes: string[] = ['*'];
   if (scope !== undefined && scope !== null) {
