@@ -1,12 +1,9 @@
 // pg-boss: queue names, their options, and the instances each kind of process needs.
 import { createHash } from 'node:crypto';
 import { PgBoss, type Queue } from 'pg-boss';
-// pg-boss's own connection pool and LISTEN client, given prepared statements below. Not in its
-// public API: pg-boss is pinned to one version in package.json for this.
-import BossPoolDb from 'pg-boss/dist/db.js';
-import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type pg from 'pg';
 import { errorFields, type Logger } from './log.ts';
+import { BossPool, notifyChannelSql } from './pg-boss-internals.ts';
 
 /**
  * Every job here takes milliseconds. A job still active after JOB_EXPIRE_SECONDS belongs to a
@@ -111,7 +108,7 @@ export function requestJob(pool: pg.Pool, boss: PgBoss, queue: string): void {
 const PREPARED_TEXTS_MAX = 64;
 const preparedNames = new Map<string, string>();
 
-function prepared(text: string, values: unknown[] | undefined): pg.QueryConfig | string {
+export function prepared(text: string, values?: unknown[]): pg.QueryConfig | string {
   if (!values || values.length === 0) return text;
   let name = preparedNames.get(text);
   if (name === undefined && preparedNames.size < PREPARED_TEXTS_MAX) {
@@ -129,16 +126,6 @@ export function bossDb(client: Pick<pg.Pool | pg.ClientBase, 'query'>) {
       return typeof query === 'string' ? client.query(query) : client.query(query);
     },
   };
-}
-
-/** pg-boss's own pool (and its LISTEN connection), its statements prepared as above. */
-class PreparedBossDb extends BossPoolDb {
-  override async executeSql(text: string, values?: unknown[]) {
-    if (!this.opened) return super.executeSql(text, values);
-    const pool = (this as unknown as { pool: pg.Pool }).pool;
-    const query = prepared(text, values);
-    return typeof query === 'string' ? pool.query(query) : pool.query(query);
-  }
 }
 
 function watch(boss: PgBoss, log: Logger): PgBoss {
@@ -163,7 +150,7 @@ export async function startProducer(pool: pg.Pool, log: Logger): Promise<PgBoss>
 /** For the `worker` process: supervision, cron and LISTEN/NOTIFY wake-ups. */
 export async function startConsumer(connectionString: string, log: Logger): Promise<PgBoss> {
   const boss = watch(new PgBoss({
-    db: new PreparedBossDb({ connectionString, max: 6 }),
+    db: new BossPool({ connectionString, max: 6 }, prepared),
     migrate: false, supervise: true, schedule: true, useListenNotify: true,
     // Rebuilding a bloated index is DDL, which the worker's role (pms_app) may not do.
     reindex: false,

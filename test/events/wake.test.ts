@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
-import { notifyChannelSql } from 'pg-boss/dist/plans.js';
+import { notifyChannelSql } from '../../lib/pg-boss-internals.ts';
 import { appTotals } from '../../workers/jobs/app-totals.ts';
 import { auditDrain } from '../../workers/jobs/audit-drain.ts';
 import { auditWrite } from '../../workers/jobs/audit-write.ts';

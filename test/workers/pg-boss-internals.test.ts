@@ -1,0 +1,52 @@
+// What the service reaches for inside pg-boss (lib/pg-boss-internals.ts) still works as it does
+// on the pinned version: an upgrade that renames what BossPool reads would otherwise go unnoticed,
+// the worker's statements silently sent as text again (parsed and planned on every job).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { prepared } from '../../lib/jobs.ts';
+import { BossPool, notifyChannelSql } from '../../lib/pg-boss-internals.ts';
+import { createTestDatabase } from '../support/service.ts';
+import { waitFor } from '../support/wait.ts';
+
+let connectionString: string;
+let boss: BossPool;
+
+before(async () => {
+  connectionString = await createTestDatabase();
+  // One connection: the statement prepared is then visible to the query that lists them.
+  boss = new BossPool({ connectionString, max: 1 }, prepared);
+  await boss.open();
+});
+after(() => boss.close());
+
+test('pg-boss\'s pool sends its parameterised statements as named prepared statements once open', async () => {
+  const text = 'SELECT $1::int + 1 AS next';
+  const { rows } = await boss.executeSql(text, [41]);
+  assert.deepEqual(rows, [{ next: 42 }]);
+  const name = (prepared(text, [41]) as pg.QueryConfig).name!;
+  assert.match(name, /^pgboss_[0-9a-f]{24}$/);
+  const { rows: statements } = await boss.executeSql('SELECT name, statement FROM pg_prepared_statements');
+  assert.deepEqual(statements, [{ name, statement: text }]);
+});
+
+test('a statement without values goes as text, and is not prepared', async () => {
+  assert.equal(prepared('SELECT 1'), 'SELECT 1');
+  const { rows } = await boss.executeSql('SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement = $1', ['SELECT 1']);
+  assert.deepEqual(rows, [{ n: 0 }]);
+});
+
+test('its LISTEN connection hears a wake-up sent on the channel the wake-up SQL names', async () => {
+  const heard: string[] = [];
+  const { rows: [{ channel }] } = await boss.executeSql(`SELECT ${notifyChannelSql('pgboss')} AS channel`);
+  const listening = await boss.listen(channel, (payload) => heard.push(payload), () => {});
+  const sender = new pg.Client({ connectionString });
+  await sender.connect();
+  try {
+    await sender.query(`SELECT pg_notify(${notifyChannelSql('pgboss')}, $1)`, ['audit.drain']);
+    await waitFor('the wake-up heard', async () => heard.includes('audit.drain') || undefined);
+  } finally {
+    await sender.end();
+    await listening.close();
+  }
+});
