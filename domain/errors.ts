@@ -1,4 +1,5 @@
 // The one error table: every status title and every failure message the service answers with.
+import { CONNECTION_EXCEPTION_CLASS, SQLSTATE } from '../lib/sqlstate.ts';
 
 export const TITLES: Readonly<Record<number, string>> = {
   200: 'OK',
@@ -107,7 +108,9 @@ export const errors = {
 } as const;
 
 // SQLSTATE classes and codes meaning "the database is not there right now", not "the query is wrong".
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
+const UNAVAILABLE_SQLSTATES = new Set<string>([
+  SQLSTATE.adminShutdown, SQLSTATE.crashShutdown, SQLSTATE.cannotConnectNow, SQLSTATE.tooManyConnections, SQLSTATE.queryCanceled,
+]);
 const UNAVAILABLE_SYSCALL_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
 
 /**
@@ -119,7 +122,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    if (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SYSCALL_CODES.has(code)) return true;
+    if (code.startsWith(CONNECTION_EXCEPTION_CLASS) || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SYSCALL_CODES.has(code)) return true;
   }
   if (err instanceof AggregateError) return err.errors.some(isDatabaseUnavailable);
   return /timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error|Connection terminated unexpectedly/.test(err.message);

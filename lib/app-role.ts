@@ -4,11 +4,9 @@ import pg from 'pg';
 import type { Logger } from './log.ts';
 import { withReleaseLock } from './migrate.ts';
 import { roleScript } from './sql-files.ts';
+import { SQLSTATE } from './sqlstate.ts';
 
 export const APP_ROLE = 'pms_app';
-const INSUFFICIENT_PRIVILEGE = '42501';
-const DUPLICATE_OBJECT = '42710';
-const UNIQUE_VIOLATION = '23505';
 
 /**
  * Release step, after the migrations: the group role (made here when the release's role may make
@@ -21,12 +19,12 @@ export async function grantAppRole(pool: pg.Pool, log: Logger): Promise<void> {
       await pool.query(`CREATE ROLE ${APP_ROLE} NOLOGIN`);
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (code === INSUFFICIENT_PRIVILEGE) {
+      if (code === SQLSTATE.insufficientPrivilege) {
         log.warn({ role: APP_ROLE }, `role ${APP_ROLE} does not exist and this role may not create it; web and worker keep the rights their own role has (README, "Database roles")`);
         return;
       }
       // Another release made it a moment ago.
-      if (code !== DUPLICATE_OBJECT && code !== UNIQUE_VIOLATION) throw err;
+      if (code !== SQLSTATE.duplicateObject && code !== SQLSTATE.uniqueViolation) throw err;
     }
   }
   await withReleaseLock(pool, (client) => client.query(roleScript('app_grants')));
@@ -40,7 +38,7 @@ export async function ensureAppLogin(adminUrl: string, password: string): Promis
     await client.query(`DO $$ BEGIN
       IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${APP_ROLE}') THEN CREATE ROLE ${APP_ROLE}; END IF;
     END $$`).catch((err: { code?: string }) => {
-      if (err.code !== DUPLICATE_OBJECT && err.code !== UNIQUE_VIOLATION) throw err;
+      if (err.code !== SQLSTATE.duplicateObject && err.code !== SQLSTATE.uniqueViolation) throw err;
     });
     await client.query(`ALTER ROLE ${APP_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD ${client.escapeLiteral(password)}`);
   } finally {

@@ -14,6 +14,7 @@ import {
   type Runner, type RunnerOptions, type ServerProcess,
 } from './embedded-programs.ts';
 import type { Logger } from './log.ts';
+import { SQLSTATE } from './sqlstate.ts';
 
 export interface EmbeddedServer {
   /** Connection string of the given database on the server, as its superuser. */
@@ -71,8 +72,8 @@ async function probe(url: string): Promise<Probe> {
   } catch (err) {
     const { code, severity, message } = err as { code?: string; severity?: string; message?: string };
     if (code === 'ECONNREFUSED') return { state: 'free' };
-    // cannot_connect_now: starting up, recovering, or shutting down.
-    if (code === '57P03') return { state: 'starting' };
+    // Starting up, recovering, or shutting down.
+    if (code === SQLSTATE.cannotConnectNow) return { state: 'starting' };
     // An error from the server itself (a password refused, no such database) or from its SCRAM.
     if (severity || /^SASL/.test(message ?? '')) return { state: 'foreign', reason: reasonOf(err) };
     return { state: 'alien' };
@@ -223,7 +224,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     await ensureAppLogin(url('postgres'), appPassword);
   } catch (err) {
     await stop();
-    const refused = (err as { code?: string }).code === '28P01';
+    const refused = (err as { code?: string }).code === SQLSTATE.invalidPassword;
     throw startupError(refused
       ? `the server of ${options.dir} refuses the password kept in ${options.dir}.password`
       : `connecting to the server of ${options.dir} failed (${reasonOf(err)})`,
@@ -241,7 +242,7 @@ export async function ensureDatabase(adminUrl: string, database: string): Promis
     if (!rowCount) {
       await client.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`).catch((err: { code?: string }) => {
         // Another process created it a moment ago.
-        if (err.code !== '42P04') throw err;
+        if (err.code !== SQLSTATE.duplicateDatabase) throw err;
       });
     }
   } finally {

@@ -1,0 +1,18 @@
+// PostgreSQL's error codes (SQLSTATE, Appendix A of its manual) that the service branches on, by
+// name, so that no code matches an error by its message (which a server's locale translates).
+export const SQLSTATE = {
+  uniqueViolation: '23505',
+  invalidPassword: '28P01',
+  insufficientPrivilege: '42501',
+  duplicateObject: '42710',
+  duplicateDatabase: '42P04',
+  tooManyConnections: '53300',
+  /** Also a statement timeout. */
+  queryCanceled: '57014',
+  adminShutdown: '57P01',
+  crashShutdown: '57P02',
+  cannotConnectNow: '57P03',
+} as const;
+
+/** The class of every connection exception (08000, 08006, …). */
+export const CONNECTION_EXCEPTION_CLASS = '08';
