@@ -25,10 +25,13 @@ export class ApiError extends Error {
   readonly status: number;
   /** Seconds the client should wait before trying again (the Retry-After header). */
   readonly retryAfterSeconds: number | undefined;
-  constructor(status: number, message: string, retryAfterSeconds?: number) {
+  /** The envelope's `code` as a string: only the gateway's unknown-path 404 (api.md). */
+  readonly codeAsText: boolean;
+  constructor(status: number, message: string, retryAfterSeconds?: number, codeAsText = false) {
     super(message);
     this.status = status;
     this.retryAfterSeconds = retryAfterSeconds;
+    this.codeAsText = codeAsText;
   }
 }
 
@@ -50,7 +53,7 @@ export const errors = {
   tooManyRefusals: (retryAfterSeconds: number) =>
     new ApiError(429, 'Too many requests with an invalid API key. Retry later.', retryAfterSeconds),
   missingScope: (scope: string) => new ApiError(403, `The API key is missing the required scope: ${scope}`),
-  gatewayNotFound: fail(404, 'The requested resource was not found.'),
+  gatewayNotFound: () => new ApiError(404, 'The requested resource was not found.', undefined, true),
   methodNotAllowed: fail(405, 'The request method is not allowed.'),
   bodyTooLarge: fail(413, 'Request body too large.'),
   unprocessable: fail(422, 'The parameters were valid but the request failed.'),

@@ -6,12 +6,11 @@
 // address past its budget of refusals gets 429 without the query (refusal-throttle.ts). The last
 // use is written at most once a minute, off the request's path.
 import type pg from 'pg';
-import { errors, isDatabaseUnavailable, type ApiError } from '../domain/errors.ts';
+import { errors, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
 import { couldBeSecret, hashSecret } from '../domain/secrets.ts';
 import { queryFile } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
-import { sendError } from './envelope.ts';
 import type { KnownKeys } from './known-keys.ts';
 import { releaseAddress } from './pipelining.ts';
 import { RefusalThrottle } from './refusal-throttle.ts';
@@ -50,16 +49,10 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
   return function authenticateKey(req, res, next) {
     if (PUBLIC_PATHS.has(req.getPath())) return next();
     const header = req.headers.authorization;
-    if (typeof header !== 'string' || !header.startsWith(BEARER)) {
-      sendError(res, errors.noKey());
-      return next(false);
-    }
+    if (typeof header !== 'string' || !header.startsWith(BEARER)) return next(errors.noKey());
     const secret = header.slice(BEARER.length);
     // Not a secret's shape, or its checksum fails: the unknown key's answer, without a lookup.
-    if (!couldBeSecret(secret)) {
-      sendError(res, errors.keyRefused());
-      return next(false);
-    }
+    if (!couldBeSecret(secret)) return next(errors.keyRefused());
     const hash = hashSecret(secret);
     const hashKey = hash.toString('base64');
     req.callerHash = hashKey;
@@ -74,10 +67,7 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
     if (waitSeconds > 0) {
       // Held a while before it is answered: a guesser's connection, waiting for its answer, sends
       // its next guess that much later, and the process serves its honest clients meanwhile.
-      const answer = () => {
-        sendError(res, errors.tooManyRefusals(waitSeconds));
-        next(false);
-      };
+      const answer = () => next(errors.tooManyRefusals(waitSeconds));
       if (refusalDelayMs > 0) {
         // Waiting is no work: the address's other requests go on (the connection stays held).
         releaseAddress(res);
@@ -89,25 +79,16 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
     }
     queryFile<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
       const refused = refusal(row);
-      if (refused) {
-        sendError(res, refused);
-        return next(false);
-      }
+      if (refused) return next(refused);
       throttle.giveBack(req.clientIp);
       known.remember(hashKey, row!);
       req.caller = row!;
       req.callerChecked = true;
       noteUse(row!);
       next();
-    }, (err: unknown) => {
+    }, (err: Error) => {
       throttle.giveBack(req.clientIp);
-      if (isDatabaseUnavailable(err)) {
-        sendError(res, errors.unavailable());
-      } else {
-        log.error({ requestId: req.requestId, err: errorFields(err) }, 'authentication failed');
-        sendError(res, errors.internal());
-      }
-      next(false);
+      next(err);
     });
   };
 }

@@ -4,7 +4,6 @@
 // here, once the body is to be read: a refusal before that comes without one.
 import type { IncomingMessage, Server } from 'node:http';
 import { errors } from '../domain/errors.ts';
-import { sendError } from './envelope.ts';
 import type { Handler } from './types.ts';
 
 export const MAX_BODY_BYTES = 200_000;
@@ -27,10 +26,7 @@ export function continueAtBodyLimit(server: Server): void {
 export function bodyLimit(maxBytes = MAX_BODY_BYTES): Handler {
   return function readBoundedBody(req, res, next) {
     const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > maxBytes) {
-      sendError(res, errors.bodyTooLarge());
-      return next(false);
-    }
+    if (declared !== undefined && Number(declared) > maxBytes) return next(errors.bodyTooLarge());
     if (declared === undefined && req.headers['transfer-encoding'] === undefined) {
       req.rawBody = Buffer.alloc(0);
       return next();
@@ -39,23 +35,23 @@ export function bodyLimit(maxBytes = MAX_BODY_BYTES): Handler {
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
-    const settle = (ok: boolean) => {
+    /** The body whole (true), the client gone (false), or the body refused. */
+    const settle = (result: boolean | Error) => {
       if (settled) return;
       settled = true;
       req.removeListener('data', onData);
-      if (ok) {
+      if (result === true) {
         req.rawBody = Buffer.concat(chunks, size);
         next();
       } else {
-        next(false);
+        next(result);
       }
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxBytes) {
-        sendError(res, errors.bodyTooLarge());
         req.pause();
-        return settle(false);
+        return settle(errors.bodyTooLarge());
       }
       chunks.push(chunk);
     };

@@ -2,7 +2,6 @@
 // inline, else by one message to a pool thread and one { status, json } back; then the envelope.
 import type pg from 'pg';
 import { Piscina } from 'piscina';
-import type { Response } from 'restify';
 import { withKeyCheck } from '../domain/key-check.ts';
 import { errors, type ApiError } from '../domain/errors.ts';
 import type { DomainRequest, SerializedResult } from '../domain/requests.ts';
@@ -12,11 +11,12 @@ import type { PoolTask, PoolWorkerData } from '../workers/pool/task.ts';
 import type { EventStreams } from './event-streams.ts';
 import type { Endpoint } from '../workers/endpoints/endpoint.ts';
 import type { PoolEndpointName } from '../workers/endpoints/registry.ts';
-import { sendEnvelope, sendError, sendSerializedEnvelope } from './envelope.ts';
+import { sendEnvelope, sendSerializedEnvelope } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
 import type { KnownKeys } from './known-keys.ts';
 import { releaseAddress } from './pipelining.ts';
-import type { GatewayRequest, Handler, Next } from './types.ts';
+import type { Refusals } from './refusals.ts';
+import type { GatewayRequest, Handler } from './types.ts';
 
 const WORKER_FILE = new URL('../workers/pool/task.ts', import.meta.url).href;
 const BODY_METHODS = new Set(['POST', 'PATCH']);
@@ -58,7 +58,7 @@ function domainRequest(req: GatewayRequest): DomainRequest {
 
 /**
  * What the last step of a route needs: the worker pool and its queue bound, the gateway's own
- * database pool (inline endpoints), the known keys, the event streams, a logger.
+ * database pool (inline endpoints), the known keys, the event streams, the error path, a logger.
  */
 export interface Runners {
   pool: WorkerPool;
@@ -66,17 +66,19 @@ export interface Runners {
   known: KnownKeys;
   maxQueued: number;
   streams: EventStreams;
+  refusals: Refusals;
   log: Logger;
 }
 
-/** The last step of an endpoint's route: its handler, where the registry says it runs. */
-export function serveEndpoint({ pool, db, known, maxQueued, streams, log }: Runners, name: string, endpoint: Endpoint): Handler {
-  /** An answer of the gateway's own, after the caller's key check (known-keys.ts). */
-  const refuse = (req: GatewayRequest, res: Response, err: ApiError, next: Next) =>
-    known.answerAfterCheck(req, res, () => sendError(res, err), () => next(false));
+/**
+ * The last step of an endpoint's route: its handler, where the registry says it runs. A request
+ * it refuses before any work (not implemented, a bad query or body) goes by next(err); the
+ * failure of the work itself, which carried the key's check, is answered at once.
+ */
+export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: { fail }, log }: Runners, name: string, endpoint: Endpoint): Handler {
   if (endpoint.runs === 'reserved') {
-    return function answerNotImplemented(req, res, next) {
-      refuse(req, res, errors.notImplemented(), next);
+    return function answerNotImplemented(_req, _res, next) {
+      next(errors.notImplemented());
     };
   }
   if (endpoint.runs === 'stream') {
@@ -85,19 +87,19 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, log }: Runn
       try {
         query = endpoint.parse(domainRequest(req), { 'last-event-id': req.headers['last-event-id'] as string | undefined });
       } catch (err) {
-        return refuse(req, res, err as ApiError, next);
+        return next(err as ApiError);
       }
       if (streams.full) {
         log.warn({ requestId: req.requestId }, 'event streams full, refusing another');
-        sendError(res, errors.unavailable());
+        fail(req, res, errors.unavailable());
         return next(false);
       }
       // restify answers 500 for a chain that ends before its response has begun: next comes after the head.
       known.check(req).then(() => streams.open(req, res, query).then(() => releaseAddress(res), (err: unknown) => {
         log.warn({ requestId: req.requestId, err: errorFields(err) }, 'event stream could not open');
         if (res.headersSent) res.destroy();
-        else sendError(res, errors.unavailable());
-      }), (err: unknown) => known.answerFailure(req, res, err)).finally(() => next(false));
+        else fail(req, res, errors.unavailable());
+      }), (err: unknown) => fail(req, res, err)).finally(() => next(false));
     };
   }
   return function runEndpoint(req, res, next) {
@@ -105,28 +107,28 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, log }: Runn
     try {
       request = domainRequest(req);
     } catch (err) {
-      return refuse(req, res, err as ApiError, next);
+      return next(err as ApiError);
     }
     if (endpoint.runs === 'inline') {
       withKeyCheck(db, request, (checked) => endpoint.handler(checked, request)).then((result) => {
         sendEnvelope(res, result.status, result.response);
-      }, (err: unknown) => known.answerFailure(req, res, err)).finally(() => next(false));
+      }, (err: unknown) => fail(req, res, err)).finally(() => next(false));
       return;
     }
     if (pool.queueSize >= maxQueued) {
       log.warn({ requestId: req.requestId }, 'worker queue full, shedding load');
-      sendError(res, errors.unavailable());
+      fail(req, res, errors.unavailable());
       return next(false);
     }
     pool.run({ endpoint: name as PoolEndpointName, request }).then((result) => {
       if (result.refusedKey) known.forget(req);
-      if (result.status === 503) sendError(res, errors.unavailable());
+      if (result.status === 503) fail(req, res, errors.unavailable());
       else sendSerializedEnvelope(res, result.status, result.json);
       next(false);
     }, (err: unknown) => {
       // A thread that died under the task.
       log.error({ requestId: req.requestId, endpoint: name, err: errorFields(err) }, 'worker task failed');
-      sendError(res, errors.internal());
+      fail(req, res, errors.internal());
       next(false);
     });
   };

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { Response } from 'restify';
-import { ApiError, errors, TITLES } from '../domain/errors.ts';
+import { ApiError, TITLES } from '../domain/errors.ts';
 
 export function sendEnvelope(res: Response, status: number, response: unknown, headers: Record<string, string> = {}): void {
   writeEnvelope(res, status, status, JSON.stringify(response), headers);
@@ -30,12 +30,7 @@ export function sendError(res: Response, err: ApiError): void {
   if (err.retryAfterSeconds !== undefined) headers['Retry-After'] = String(err.retryAfterSeconds);
   // An unread body is discarded with the connection rather than read to its end.
   if (err.status === 413) headers.Connection = 'close';
-  sendEnvelope(res, err.status, err.message, headers);
-}
-
-/** The gateway's unknown-path answer: the one envelope whose `code` is a string. */
-export function sendGatewayNotFound(res: Response): void {
-  writeEnvelope(res, 404, '404', JSON.stringify(errors.gatewayNotFound().message), {});
+  writeEnvelope(res, err.status, err.codeAsText ? String(err.status) : err.status, JSON.stringify(err.message), headers);
 }
 
 /** How long a socket answered directly may take to hand its answer to the peer before it is destroyed. */

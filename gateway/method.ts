@@ -1,6 +1,5 @@
 // Step 2: a method the gateway never accepts is 405, whatever the path.
 import { errors } from '../domain/errors.ts';
-import { sendError, sendGatewayNotFound } from './envelope.ts';
 import type { Handler } from './types.ts';
 
 const ACCEPTED_METHODS = new Set(['GET', 'POST', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
@@ -8,13 +7,9 @@ const ACCEPTED_METHODS = new Set(['GET', 'POST', 'PATCH', 'DELETE', 'HEAD', 'OPT
 export function acceptedMethods(): Handler {
   return function refuseUnknownMethod(req, res, next) {
     // `OPTIONS *` and absolute-form targets name no path of ours; restify would answer them bare.
-    if (ACCEPTED_METHODS.has(req.method ?? '') && !req.url?.startsWith('/')) {
-      sendGatewayNotFound(res);
-      return next(false);
-    }
+    if (ACCEPTED_METHODS.has(req.method ?? '') && !req.url?.startsWith('/')) return next(errors.gatewayNotFound());
     if (ACCEPTED_METHODS.has(req.method ?? '')) return next();
     res.setHeader('Allow', [...ACCEPTED_METHODS].join(', '));
-    sendError(res, errors.methodNotAllowed());
-    next(false);
+    next(errors.methodNotAllowed());
   };
 }

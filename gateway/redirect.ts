@@ -3,20 +3,18 @@
 // the client chooses.
 import type { Response } from 'restify';
 import { errors } from '../domain/errors.ts';
-import { sendError } from './envelope.ts';
-import type { Handler } from './types.ts';
+import type { Handler, Next } from './types.ts';
 
-function answerRedirect(res: Response, location: string): void {
+function redirect(res: Response, location: string, next: Next): void {
   res.setHeader('Location', location);
   res.setHeader('Connection', 'close');
-  sendError(res, errors.movedPermanently());
+  next(errors.movedPermanently());
 }
 
 /** The whole of the plain-HTTP listener. `origin` is read per request: the port is known once listening. */
 export function redirectAll(origin: () => string): Handler {
   return function redirectToHttps(req, res, next) {
-    answerRedirect(res, `${origin()}${req.url ?? '/'}`);
-    next(false);
+    redirect(res, `${origin()}${req.url ?? '/'}`, next);
   };
 }
 
@@ -24,7 +22,6 @@ export function redirectAll(origin: () => string): Handler {
 export function redirectForwardedHttp(origin: () => string): Handler {
   return function redirectProxiedHttp(req, res, next) {
     if (req.headers['x-forwarded-proto'] !== 'http') return next();
-    answerRedirect(res, `${origin()}${req.url ?? '/'}`);
-    next(false);
+    redirect(res, `${origin()}${req.url ?? '/'}`, next);
   };
 }

@@ -3,10 +3,10 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import restify from 'restify';
-import { ApiError, errors } from '../domain/errors.ts';
+import { errors } from '../domain/errors.ts';
 import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/pool.ts';
-import { errorFields, type Logger } from '../lib/log.ts';
+import type { Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
 import { bodyLimit, continueAtBodyLimit } from './body-limit.ts';
 import { answerClientErrors } from './client-errors.ts';
@@ -15,7 +15,6 @@ import { createWorkerPool, serveEndpoint } from './dispatch.ts';
 import { EventStreams } from './event-streams.ts';
 import { KnownKeys } from './known-keys.ts';
 import { allEndpoints } from '../workers/endpoints/registry.ts';
-import { sendError, sendGatewayNotFound } from './envelope.ts';
 import { health } from './health.ts';
 import { serveOpenApi } from './openapi-route.ts';
 import { acceptedMethods } from './method.ts';
@@ -26,6 +25,7 @@ import { requestId } from './request-id.ts';
 import { hardenedHeaders, setHardenedHeaders } from './response-headers.ts';
 import { requireScope } from './scope.ts';
 import { loadCertificate } from './tls.ts';
+import { createRefusals } from './refusals.ts';
 import { inSequence } from './steps.ts';
 import type { GatewayRequest, Handler } from './types.ts';
 
@@ -94,7 +94,8 @@ function logRequests(server: restify.Server, log: Logger): void {
 export async function startGateway(config: Config, log: Logger, databaseUrl: string): Promise<Gateway> {
   const tls = await loadCertificate(config);
   const pool = createPool(config, log, databaseUrl);
-  const known = new KnownKeys(pool, config.keyMemorySize, log);
+  const known = new KnownKeys(pool, config.keyMemorySize);
+  const refusals = createRefusals(log, known);
   const workers = createWorkerPool(config, databaseUrl);
   let httpsPort = config.httpsPort;
 
@@ -120,36 +121,33 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const pre: Handler[] = [closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
   pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, known, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
-  server.pre(inSequence(pre) as never);
+  server.pre(inSequence(pre, refusals) as never);
 
   const streams = new EventStreams(pool, databaseUrl, config, log);
-  const runners = { pool: workers, db: pool, known, maxQueued: config.maxQueuedTasks, streams, log };
+  const runners = { pool: workers, db: pool, known, maxQueued: config.maxQueuedTasks, streams, refusals, log };
   // The router, derived from the endpoint registry: each endpoint's scope check, then its handler.
   for (const [name, endpoint] of allEndpoints()) {
     const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[endpoint.method];
-    register.call(server, routerPath(endpoint.path), inSequence([requireScope(endpoint.scope, known), serveEndpoint(runners, name, endpoint)]) as never);
+    register.call(server, routerPath(endpoint.path), inSequence([requireScope(endpoint.scope), serveEndpoint(runners, name, endpoint)], refusals) as never);
   }
   for (const [path, handler] of Object.entries(health(pool))) server.get(path, handler as never);
   server.get('/openapi.json', serveOpenApi() as never);
 
   // Step 5 and 6: the router's own refusals, in the contract's words.
   server.on('NotFound', (req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {
-    known.answerAfterCheck(req, res, () => sendGatewayNotFound(res), done);
+    refusals.refuse(req, res, errors.gatewayNotFound(), done);
   });
   server.on('MethodNotAllowed', (req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {
     res.removeHeader('Allow');
-    known.answerAfterCheck(req, res, () => sendError(res, errors.unprocessable()), done);
+    refusals.refuse(req, res, errors.unprocessable(), done);
   });
   server.on('restifyError', (req: GatewayRequest, res: restify.Response, err: Error, done: () => void) => {
-    if (!res.headersSent) {
-      if (!(err instanceof ApiError)) log.error({ requestId: req.requestId, err: errorFields(err) }, 'unexpected gateway error');
-      sendError(res, err instanceof ApiError ? err : errors.internal());
-    }
+    if (!res.headersSent) refusals.fail(req, res, err);
     done();
   });
 
   const redirect = restify.createServer({ name: '', log: log as never, handleUncaughtExceptions: false });
-  redirect.pre(requestId(config.trustProxy) as never, setHardenedHeaders(false) as never, redirectAll(publicOrigin) as never);
+  redirect.pre(inSequence([requestId(config.trustProxy), setHardenedHeaders(false), redirectAll(publicOrigin)], createRefusals(log)) as never);
 
   const paceRequests = requestPacer({
     maxUnanswered: config.maxPipelinedRequests,

@@ -13,5 +13,6 @@ export interface GatewayRequest extends Request {
   callerChecked?: boolean;
 }
 
-export type Next = (err?: false) => void;
+/** Nothing: go on; false: the answer is written, stop; an error: refuse (refusals.ts). */
+export type Next = (result?: false | Error) => void;
 export type Handler = (req: GatewayRequest, res: Response, next: Next) => void;
