@@ -1,8 +1,8 @@
 // `npm run -s bench:side-by-side -- <other checkout> [GET path ...]`: this checkout's service and
 // another's (the commit before a change, say: `git worktree add ../before HEAD~1`, with its own
 // `npm ci` or a node_modules link), each started as bench:serve starts it, and R2 beside them,
-// measured in turns: SIDE_ROUNDS (6) rounds of SIDE_S (5) seconds each of R2, this, the other, for
-// each path (default /v1/key/current). On a machine whose speed drifts from one minute to the
+// measured in turns: SIDE_ROUNDS (6) rounds of SIDE_S (5) seconds each of R2, this, the other (the
+// other, then this, every second round), for each path (default /v1/key/current). On a machine whose speed drifts from one minute to the
 // next, only figures taken in turns like this compare two builds; the full bench's ratios do not.
 // Each project first gets SIDE_KEYS (110) keys, and so as many events, for pages of a realistic
 // size. Beside each throughput, the CPU each request cost (bench/cpu.ts): by the server's threads,
@@ -115,10 +115,12 @@ try {
   }
   for (const p of paths) {
     const cost = { r2: new Cost(r2.pid), here: new Cost(here.webPid), there: new Cost(there.webPid) };
+    const turns = [() => cost.here.measure(() => requests(`${here.base}${p}`, here.key)), () => cost.there.measure(() => requests(`${there.base}${p}`, there.key))];
     for (let round = 0; round < ROUNDS; round++) {
       await cost.r2.measure(() => requests(`https://127.0.0.1:${r2Port}/ref`));
-      await cost.here.measure(() => requests(`${here.base}${p}`, here.key));
-      await cost.there.measure(() => requests(`${there.base}${p}`, there.key));
+      // Whichever build ran right after R2 came out slower than the other (README): the two take
+      // that place in turns.
+      for (const turn of round % 2 === 0 ? turns : [...turns].reverse()) await turn();
     }
     const total = { r2: cost.r2.requests, here: cost.here.requests, there: cost.there.requests };
     const perS = (n: number) => Math.round(n / (ROUNDS * SECONDS));
