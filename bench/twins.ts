@@ -42,6 +42,14 @@ function answer(res: restify.Response, status: number, response: unknown): void 
   res.sendRaw(status, body, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(body)) });
 }
 
+/** The body as text; a request without one (no Content-Length, no Transfer-Encoding) is not read, as the service's body step does not read it. */
+function withBody(req: restify.Request, then: (text: string) => void): void {
+  if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) return then('');
+  let text = '';
+  req.on('data', (chunk: Buffer) => { text += chunk; });
+  req.on('end', () => then(text));
+}
+
 function requestOf(req: restify.Request, body: Record<string, unknown>): DomainRequest {
   return { params: { ...(req.params as Record<string, string>) }, query: {}, body, caller: caller!, keyChecked: false, ip: '127.0.0.1', requestId: 'twin' };
 }
@@ -50,9 +58,7 @@ for (const endpoint of Object.values(ENDPOINTS)) {
   if (endpoint.runs !== 'pool' && endpoint.runs !== 'inline') continue;
   const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[endpoint.method];
   register.call(server, `/twin${endpoint.path.replace(/\{(\w+)\}/g, ':$1')}`, function twin(req: restify.Request, res: restify.Response, next: restify.Next) {
-    let text = '';
-    req.on('data', (chunk: Buffer) => { text += chunk; });
-    req.on('end', () => {
+    withBody(req, (text) => {
       const request = requestOf(req, text ? JSON.parse(text) : {});
       // As for a key the service knows from memory: the endpoint's own statements, without the
       // key check (GET /v1/key/current's read of the key is that check: the twin makes it too).
