@@ -11,20 +11,21 @@ import type { Config } from '../lib/config.ts';
 import { runProcess } from './lifecycle.ts';
 import { release } from './release.ts';
 
-async function createFirstProject(config: Config, log: Logger, databaseUrl: string): Promise<void> {
+/** On the very first start: a first project, and the text that shows its key, once. */
+async function createFirstProject(config: Config, log: Logger, databaseUrl: string): Promise<string | undefined> {
   const pool = createPool(config, log, databaseUrl, 2);
   const boss = await startProducer(pool, log);
   try {
     const services = { pool, db: pool, boss, log };
-    if ((await countProjects(services)) > 0) return;
+    if ((await countProjects(services)) > 0) return undefined;
     const first = await createProject(services, { origin: 'system', ip: '127.0.0.1' }, 'First project');
-    process.stdout.write([
+    return [
       '',
       'First start: created a project and its first API key. The key is shown this once:',
       `  project ${first.project.id}`,
       `  key     ${first.key.key}`,
       '',
-    ].join('\n') + '\n');
+    ].join('\n') + '\n';
   } finally {
     await boss.stop({ graceful: false });
     await pool.end();
@@ -33,8 +34,14 @@ async function createFirstProject(config: Config, log: Logger, databaseUrl: stri
 
 await runProcess('start', async (config, log, database) => {
   await release(config, log, database.ownerUrl);
-  await createFirstProject(config, log, database.url);
-  const workers = await startJobWorkers(config, log, database.url);
-  const gateway = await startGateway(config, log, database.url);
-  return [gateway, workers];
+  const firstKey = await createFirstProject(config, log, database.url);
+  // Shown once the API listens, so that whoever reads it can use it at once; and shown whatever
+  // happens on the way there, since it is never shown again.
+  try {
+    const workers = await startJobWorkers(config, log, database.url);
+    const gateway = await startGateway(config, log, database.url);
+    return [gateway, workers];
+  } finally {
+    if (firstKey) process.stdout.write(firstKey);
+  }
 }, { listens: true });

@@ -106,10 +106,11 @@ export function logLines(stdout: string): Array<Record<string, unknown>> {
   return stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
 }
 
-/** GET /healthz over HTTPS (the self-signed certificate accepted): its status, or 0 when nothing answers. */
-export function healthz(port: number): Promise<number> {
+/** A GET over HTTPS (the self-signed certificate accepted), `key` its bearer: its status, or 0 when nothing answers. */
+function statusOf(port: number, path: string, key?: string): Promise<number> {
   return new Promise((resolve) => {
-    const req = https.get({ host: '127.0.0.1', port, path: '/healthz', rejectUnauthorized: false, agent: false, timeout: 2000 }, (res) => {
+    const headers = key ? { authorization: `Bearer ${key}` } : {};
+    const req = https.get({ host: '127.0.0.1', port, path, headers, rejectUnauthorized: false, agent: false, timeout: 2000 }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -117,6 +118,11 @@ export function healthz(port: number): Promise<number> {
     req.on('error', () => resolve(0));
   });
 }
+
+export const healthz = (port: number): Promise<number> => statusOf(port, '/healthz');
+
+/** The status of GET /v1/key/current with `key`. */
+export const keyCurrent = (port: number, key: string): Promise<number> => statusOf(port, '/v1/key/current', key);
 
 /** Whether a loopback port can be bound right now. */
 export function portFree(port: number): Promise<boolean> {
