@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import type { PgBoss } from 'pg-boss';
 import restify from 'restify';
 import { OUTBOX_INSERT } from '../domain/audit.ts';
+import { declaresNoBody } from '../gateway/body-limit.ts';
 import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import type { CallerKey, DomainRequest } from '../domain/requests.ts';
 import { hashSecret } from '../domain/secrets.ts';
@@ -42,9 +43,9 @@ function answer(res: restify.Response, status: number, response: unknown): void 
   res.sendRaw(status, body, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(body)) });
 }
 
-/** The body as text; a request without one (no Content-Length, no Transfer-Encoding) is not read, as the service's body step does not read it. */
+/** The body as text; one the request does not declare is not read, as the service's body step does not read it. */
 function withBody(req: restify.Request, then: (text: string) => void): void {
-  if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) return then('');
+  if (declaresNoBody(req)) return then('');
   let text = '';
   req.on('data', (chunk: Buffer) => { text += chunk; });
   req.on('end', () => then(text));

@@ -4,7 +4,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { isId, newId } from '../lib/ids.ts';
-import { queryFile } from '../lib/pool.ts';
+import { queryFile, type Queryable } from '../lib/pool.ts';
 import { recordEvent } from './audit.ts';
 import { catalog, IMAGE_DATA_TYPE_ID, type Catalog } from './catalog.ts';
 import { errors } from './errors.ts';
@@ -297,7 +297,7 @@ interface AppRow {
 }
 
 /** Any app, deleted or not, by id: the workspace's changes and reports name apps that the API may no longer show. */
-export async function findApp(db: Parameters<typeof queryFile>[0], appId: string): Promise<AppRow> {
+export async function findApp(db: Queryable, appId: string): Promise<AppRow> {
   const [app] = await queryFile<AppRow>(db, 'app_find_any', [appId]);
   if (!app) throw new NotFound(`No app ${appId}.`);
   return app;

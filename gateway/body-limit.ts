@@ -23,11 +23,16 @@ export function continueAtBodyLimit(server: Server): void {
   });
 }
 
+/** A request that declares no body (no Content-Length, no Transfer-Encoding): nothing is read. */
+export function declaresNoBody(req: IncomingMessage): boolean {
+  return req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
+}
+
 export function bodyLimit(maxBytes = MAX_BODY_BYTES): Handler {
   return function readBoundedBody(req, res, next) {
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBytes) return next(errors.bodyTooLarge());
-    if (declared === undefined && req.headers['transfer-encoding'] === undefined) {
+    if (declaresNoBody(req)) {
       req.rawBody = Buffer.alloc(0);
       return next();
     }

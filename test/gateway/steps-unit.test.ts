@@ -51,7 +51,7 @@ function fakeRequest({ path = '/v1/key', ...fields }: RequestFields): GatewayReq
 const noDatabase = { query: () => assert.fail('the database was queried') } as unknown as pg.Pool;
 
 /** What a step passed to next: undefined (go on), false, or the error. */
-function run(step: Handler, req: GatewayRequest, res: Response): Promise<false | Error | undefined> {
+function nextOf(step: Handler, req: GatewayRequest, res: Response): Promise<false | Error | undefined> {
   return new Promise((resolve) => step(req, res, resolve));
 }
 
@@ -67,38 +67,38 @@ const caller: CallerKey = {
 
 test('a method never accepted is refused 405 with the methods that are, any other goes on', async () => {
   const { res, headers } = fakeResponse();
-  assertApiError(await run(acceptedMethods(), fakeRequest({ method: 'TRACE' }), res), errors.methodNotAllowed());
+  assertApiError(await nextOf(acceptedMethods(), fakeRequest({ method: 'TRACE' }), res), errors.methodNotAllowed());
   assert.equal(headers.get('Allow'), 'GET, POST, PATCH, DELETE, HEAD, OPTIONS');
-  assert.equal(await run(acceptedMethods(), fakeRequest({ method: 'PATCH' }), fakeResponse().res), undefined);
+  assert.equal(await nextOf(acceptedMethods(), fakeRequest({ method: 'PATCH' }), fakeResponse().res), undefined);
 });
 
 test('a request target that is not a path is the gateway\'s 404, its code a string', async () => {
-  const refused = await run(acceptedMethods(), fakeRequest({ method: 'OPTIONS', url: '*' }), fakeResponse().res);
+  const refused = await nextOf(acceptedMethods(), fakeRequest({ method: 'OPTIONS', url: '*' }), fakeResponse().res);
   assertApiError(refused, errors.gatewayNotFound());
   assert.equal((refused as ApiError).codeAsText, true);
 });
 
 test('a body declared over the limit is refused 413 before a byte is read; none at all goes on, empty', async () => {
   const big = fakeRequest({ method: 'POST', headers: { 'content-length': '200001' } });
-  assertApiError(await run(bodyLimit(), big, fakeResponse().res), errors.bodyTooLarge());
+  assertApiError(await nextOf(bodyLimit(), big, fakeResponse().res), errors.bodyTooLarge());
   const none = fakeRequest({ method: 'POST' });
-  assert.equal(await run(bodyLimit(), none, fakeResponse().res), undefined);
+  assert.equal(await nextOf(bodyLimit(), none, fakeResponse().res), undefined);
   assert.deepEqual(none.rawBody, Buffer.alloc(0));
 });
 
 test('the scope: held goes on, missing is refused with the scope named', async () => {
-  assert.equal(await run(requireScope('key:read'), fakeRequest({ caller }), fakeResponse().res), undefined);
-  assertApiError(await run(requireScope('app:write'), fakeRequest({ caller }), fakeResponse().res), errors.missingScope('app:write'));
+  assert.equal(await nextOf(requireScope('key:read'), fakeRequest({ caller }), fakeResponse().res), undefined);
+  assertApiError(await nextOf(requireScope('app:write'), fakeRequest({ caller }), fakeResponse().res), errors.missingScope('app:write'));
 });
 
 test('no bearer is 401, a bearer not of a secret\'s shape the unknown key\'s 403, neither looked up', async () => {
   const step = authenticate(noDatabase, new KnownKeys(noDatabase, 10), log, 1000, 0);
-  assertApiError(await run(step, fakeRequest({}), fakeResponse().res), errors.noKey());
+  assertApiError(await nextOf(step, fakeRequest({}), fakeResponse().res), errors.noKey());
   const basic = fakeRequest({ headers: { authorization: 'Basic dXNlcjpwYXNz' } });
-  assertApiError(await run(step, basic, fakeResponse().res), errors.noKey());
+  assertApiError(await nextOf(step, basic, fakeResponse().res), errors.noKey());
   const wrongShape = fakeRequest({ headers: { authorization: 'Bearer sk-project-short' } });
-  assertApiError(await run(step, wrongShape, fakeResponse().res), errors.keyRefused());
-  assert.equal(await run(step, fakeRequest({ path: '/healthz' }), fakeResponse().res), undefined);
+  assertApiError(await nextOf(step, wrongShape, fakeResponse().res), errors.keyRefused());
+  assert.equal(await nextOf(step, fakeRequest({ path: '/healthz' }), fakeResponse().res), undefined);
 });
 
 test('a step\'s refusal is written once, in the envelope, and the steps after it do not run', async () => {
@@ -106,7 +106,7 @@ test('a step\'s refusal is written once, in the envelope, and the steps after it
   let after = false;
   const refuse: Handler = (_req, _res, next) => next(errors.noKey());
   const later: Handler = (_req, _res, next) => { after = true; next(); };
-  const ended = await run(inSequence([refuse, later], createRefusals(log)), fakeRequest({}), res);
+  const ended = await nextOf(inSequence([refuse, later], createRefusals(log)), fakeRequest({}), res);
   assert.equal(ended, false);
   assert.equal(after, false);
   assert.deepEqual(sent.map(({ status, body }) => ({ status, body })), [
@@ -120,7 +120,7 @@ test('for a caller known from memory, the refusal waits for the key\'s check, an
   const known = new KnownKeys(pool, 10);
   const { res, sent } = fakeResponse();
   const req = fakeRequest({ caller, callerChecked: false });
-  const ended = await run(inSequence([requireScope('app:write')], createRefusals(log, known)), req, res);
+  const ended = await nextOf(inSequence([requireScope('app:write')], createRefusals(log, known)), req, res);
   assert.equal(ended, false);
   assert.deepEqual(checks, [[caller.id]], 'one check of the caller\'s key');
   assert.deepEqual(sent.map(({ status, body }) => ({ status, body })), [
@@ -131,7 +131,7 @@ test('for a caller known from memory, the refusal waits for the key\'s check, an
 test('for a caller looked up by this request, the refusal is answered at once, unchecked again', async () => {
   const { res, sent } = fakeResponse();
   const req = fakeRequest({ caller, callerChecked: true });
-  await run(inSequence([requireScope('app:write')], createRefusals(log, new KnownKeys(noDatabase, 10))), req, res);
+  await nextOf(inSequence([requireScope('app:write')], createRefusals(log, new KnownKeys(noDatabase, 10))), req, res);
   assert.deepEqual(sent.map(({ status, body }) => ({ status, body })), [
     { status: 403, body: `{"code":403,"title":"Forbidden","response":${JSON.stringify(errors.missingScope('app:write').message)}}` },
   ]);
