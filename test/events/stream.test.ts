@@ -81,6 +81,8 @@ describe('the event stream', () => {
       'after must be a non-negative integer.', 'Last-Event-ID');
     assertError(await service.request('GET', '/v1/event/stream?type=key.created&type=key.renamed', { key: p.key }), 422,
       'Unknown event type: key.renamed.');
+    assertError(await service.request('GET', '/v1/event/stream?type=key%0Arenamed', { key: p.key }), 422,
+      'Unknown event type: key\nrenamed.', 'a type name with a line break, echoed as sent');
   });
 
   test('from now on: the events recorded after it opened, as SSE with id = sequence', async () => {

@@ -157,6 +157,9 @@ test('an unknown scope entry gives 422 `Unknown scope: <entry>.`', async () => {
     [[''], 'Unknown scope: .'],
     [[5], 'Unknown scope: 5.'],
     [['app:read', 7], 'Unknown scope: 7.'],
+    // Line breaks are echoed as sent, and the document's pattern must allow them (a fuzz find).
+    [['\n'], 'Unknown scope: \n.'],
+    [['key:read\r\nx'], 'Unknown scope: key:read\r\nx.'],
   ];
   for (const [scope, message] of cases) assertError(await post({ name: 'n', scope }), 422, message);
 });

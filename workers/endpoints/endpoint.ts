@@ -13,7 +13,9 @@ export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 /**
  * A failure an endpoint can answer: an entry of the error table (domain/errors.ts), or, for a
- * message that names what was sent, its status and a pattern of the message.
+ * message that names what was sent, its status and a pattern of the message. The pattern is
+ * JSON Schema's (ECMA-262, no flags), where `.` matches no line break: what was sent may hold
+ * one, so its place in the message is `[\s\S]*`.
  */
 export type ErrorDoc = (() => ApiError) | { status: number; pattern: string; example: string };
 

@@ -24,7 +24,7 @@ export const keyCreate = {
   success: { status: 201, schema: ref('ApiKeyWithSecret') },
   errors: [
     errors.keyNameRequired, errors.keyNameType, errors.keyNameLength, errors.scopeNotArray, errors.scopeEmpty,
-    { status: 422, pattern: '^Unknown scope: .*\\.$', example: 'Unknown scope: key:delete.' },
+    { status: 422, pattern: '^Unknown scope: [\\s\\S]*\\.$', example: 'Unknown scope: key:delete.' },
     errors.scopeWider, errors.expiresAt,
   ],
   handler: createKey,
