@@ -14,7 +14,7 @@ import { LookupCounter } from '../support/lookups.ts';
 import { MESSAGES, TITLES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
-import { sleep } from '../support/wait.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 import { assertError, assertSuccess } from './helpers.ts';
 
 const HSTS = 'max-age=31536000';
@@ -328,12 +328,19 @@ describe('requests in progress per client address', () => {
     // The keys table locked: every key lookup waits in the database, a request in progress.
     const locker = new pg.Client({ connectionString: service.databaseUrl });
     await locker.connect();
-    const waitingOnLock = async () => Number((await locker.query(
-      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
+    // Inside the locking transaction pg_stat_activity is read once and kept: cleared for each count.
+    const waitingOnLock = async () => {
+      await locker.query('SELECT pg_stat_clear_snapshot()');
+      return Number((await locker.query(
+        `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
+    };
     try {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
       const requests = Array.from({ length: PER_ADDRESS + 1 }, () => converse(service, [current()], 0, 10_000, OTHER));
+      // Each is on its way for a while (TLS, parsing, its lookup): wait for the bound's worth, then
+      // a little longer, in which one more would show.
+      await waitFor('lookups waiting on the lock', async () => ((await waitingOnLock()) >= PER_ADDRESS ? true : undefined), 10_000);
       await sleep(500);
       assert.equal(await waitingOnLock(), PER_ADDRESS, 'lookups waiting in the database: the address\'s bound, not one more');
       const started = Date.now();
