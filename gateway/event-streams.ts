@@ -118,14 +118,18 @@ export class EventStreams {
     return Number(row?.last_sequence ?? 0);
   }
 
-  /** Reads a stream's own way from its position up to its feed's cursor, then joins the feed. */
+  /**
+   * Reads a stream's own way from its position up to its feed's cursor, then joins the feed. It
+   * reads at its reader's pace: the next page is fetched once the last has gone out, so a reader
+   * far behind on a slow link catches up on one connection, holding one page at most, instead of
+   * being cut off by pages the service itself wrote faster than it could read them.
+   */
   private async catchUp(stream: Stream, feed: Feed): Promise<void> {
     try {
-      while (!stream.closed && stream.position < feed.cursor) {
+      while (stream.position < feed.cursor && await this.drained(stream)) {
         const upTo = feed.cursor;
         const rows = await queryFile<EventRow>(this.pool, 'event_stream_page', [
           stream.projectId, stream.position, upTo, stream.types && [...stream.types], stream.actors && [...stream.actors], PAGE]);
-        if (this.behind(stream)) return;
         this.pass(stream, rows, rows.map(frame));
         if (rows.length < PAGE) stream.position = Math.max(stream.position, upTo);
       }
@@ -147,7 +151,7 @@ export class EventStreams {
       do {
         feed.again = false;
         const rows = await queryFile<EventRow>(this.pool, 'event_stream_page', [projectId, feed.cursor, Number.MAX_SAFE_INTEGER, null, null, PAGE]);
-        for (const stream of feed.streams) if (stream.live) this.behind(stream);
+        for (const stream of feed.streams) this.behind(stream);
         if (rows.length > 0) {
           // Each event is serialised once however many streams follow the project, and a stream
           // that takes every event (no filter, nothing of these passed on yet: the common case)
@@ -196,14 +200,29 @@ export class EventStreams {
   }
 
   /**
-   * A reader that has left more than the backlog bound unread since the last page is cut off (it
-   * resumes by the last id it read); checked before each page, so a stream's memory stays within
-   * the bound and one page.
+   * A live reader that has left more than the backlog bound unread since the last page is cut off
+   * (it resumes by the last id it read); checked before each page, so a stream's memory stays
+   * within the bound and one page. A stream catching up holds one page at most (catchUp).
    */
   private behind(stream: Stream): boolean {
-    if (stream.res.writableLength <= this.config.eventStreamBacklogBytes) return false;
+    if (!stream.live || stream.res.writableLength <= this.config.eventStreamBacklogBytes) return false;
     this.end(stream, true);
     return true;
+  }
+
+  /** Resolves true once what was written to the stream has gone out, false if it closes first. */
+  private drained(stream: Stream): Promise<boolean> {
+    const { res } = stream;
+    if (stream.closed || !res.writableNeedDrain) return Promise.resolve(!stream.closed);
+    return new Promise((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve(!stream.closed);
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
   }
 
   private heartbeat(): void {

@@ -182,12 +182,7 @@ describe('the event stream\'s bounds', () => {
       // The slow reader reads nothing while thousands of events pile up behind it: the service cuts
       // it off (a reader that reads nothing cannot notice; the freed place shows it).
       for (let i = 0; i < 10; i++) await writeEvents(service.db, jobs(p, 500, 1000));
-      let third: EventStreamReader | undefined;
-      for (const deadline = Date.now() + 15_000; !third && Date.now() < deadline; await sleep(100)) {
-        const attempt = await EventStreamReader.open(service, '/v1/event/stream', p.key);
-        if (attempt.status === 200) third = attempt;
-        else attempt.close();
-      }
+      const third = await openOnceFree();
       assert.ok(third, 'the slow reader\'s place was freed');
       third.close();
       // The other reader has every event after the two it opened behind; resuming from its last id
@@ -202,6 +197,37 @@ describe('the event stream\'s bounds', () => {
       other.close();
     }
   });
+
+  test('a reader catching up goes at its own pace: paused, it is not cut off, and then reads every event on the one connection', async () => {
+    const paced = await service.createProject('Paced');
+    // 5,000 events of ~1.4 kB: a page of 500 is seven times the 100 kB bound, the whole 70 times.
+    for (let i = 0; i < 10; i++) await writeEvents(service.db, jobs(paced, 500, 1000));
+    const reader = await openOnceFree(paced.key, { 'last-event-id': '0' }, true);
+    assert.ok(reader, 'a place for the stream');
+    try {
+      // Reading nothing while the service has pages to send: they wait for it, one at a time.
+      await sleep(1500);
+      reader.resume();
+      for (const deadline = Date.now() + 30_000; (reader.events.at(-1)?.id ?? 0) < 5000 && !reader.isClosed;) {
+        assert.ok(Date.now() < deadline, `5,000 events within 30 s: ${reader.events.length} arrived`);
+        await sleep(10);
+      }
+      assert.equal(reader.isClosed, false, `the stream was not cut off (${reader.events.length} events arrived)`);
+      assert.deepEqual(reader.events.map((e) => e.id), Array.from({ length: 5000 }, (_, i) => i + 1));
+    } finally {
+      reader.close();
+    }
+  });
+
+  /** A stream opened once a place is free (the process holds two here, and a closed one's is freed when the service sees it go). */
+  async function openOnceFree(key = p.key, headers: Record<string, string> = {}, paused = false): Promise<EventStreamReader | undefined> {
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline; await sleep(100)) {
+      const attempt = await EventStreamReader.open(service, '/v1/event/stream', key, headers, paused);
+      if (attempt.status === 200) return attempt;
+      attempt.close();
+    }
+    return undefined;
+  }
 });
 
 

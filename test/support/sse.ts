@@ -24,6 +24,7 @@ export class EventStreamReader {
   isClosed = false;
   readonly closed: Promise<void>;
   private readonly req: ReturnType<typeof https.request>;
+  private res: import('node:http').IncomingMessage | undefined;
   private buffered = '';
 
   private constructor(service: TestService, pathAndQuery: string, key: string, headers: Record<string, string>, paused: boolean) {
@@ -35,6 +36,7 @@ export class EventStreamReader {
     }, (res) => {
       this.status = res.statusCode ?? 0;
       this.headers = res.headers;
+      this.res = res;
       if (paused) res.pause();
       res.on('data', (chunk: Buffer) => this.parse(chunk.toString('utf8')));
       res.on('end', () => { this.ended = true; markClosed(); });
@@ -53,6 +55,11 @@ export class EventStreamReader {
       await sleep(10);
     }
     return reader;
+  }
+
+  /** Starts reading a stream opened paused. */
+  resume(): void {
+    this.res?.resume();
   }
 
   close(): void {
