@@ -2,7 +2,7 @@
 // data checked against the OpenAPI document's Event schema.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { checkAgainstSchema } from './openapi-check.ts';
 import type { TestService } from './service.ts';
@@ -24,7 +24,7 @@ export class EventStreamReader {
   isClosed = false;
   readonly closed: Promise<void>;
   private readonly req: ReturnType<typeof https.request>;
-  private res: import('node:http').IncomingMessage | undefined;
+  private res: IncomingMessage | undefined;
   private buffered = '';
 
   private constructor(service: TestService, pathAndQuery: string, key: string, headers: Record<string, string>, paused: boolean) {
