@@ -210,12 +210,18 @@ export class EventStreams {
     return true;
   }
 
-  /** Resolves true once what was written to the stream has gone out, false if it closes first. */
+  /**
+   * Resolves true once what was written to the stream has gone out, false if it closes first. A
+   * reader that has not taken it within two heartbeat intervals is cut off, freeing its place (it
+   * resumes by its last id).
+   */
   private drained(stream: Stream): Promise<boolean> {
     const { res } = stream;
     if (stream.closed || !res.writableNeedDrain) return Promise.resolve(!stream.closed);
     return new Promise((resolve) => {
+      const stalled = setTimeout(() => this.end(stream, true), 2 * this.config.eventStreamHeartbeatMs);
       const done = () => {
+        clearTimeout(stalled);
         res.off('drain', done);
         res.off('close', done);
         resolve(!stream.closed);

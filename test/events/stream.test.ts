@@ -164,11 +164,16 @@ describe('the event stream', () => {
 });
 
 describe('the event stream\'s bounds', () => {
+  /** A reader catching up that takes nothing for twice this is cut off. */
+  const BOUNDS_HEARTBEAT_MS = 1000;
   let service: TestService;
   let p: TestProject;
+  let paced: TestProject;
 
   before(async () => {
-    service = await TestService.start({ jobWorkers: false, env: { MAX_EVENT_STREAMS: '2', EVENT_STREAM_BACKLOG_BYTES: '100000' } });
+    service = await TestService.start({
+      jobWorkers: false, env: { MAX_EVENT_STREAMS: '2', EVENT_STREAM_BACKLOG_BYTES: '100000', EVENT_STREAM_HEARTBEAT_MS: String(BOUNDS_HEARTBEAT_MS) },
+    });
     p = await service.createProject('Bounded');
   });
   after(() => service.stop());
@@ -199,14 +204,15 @@ describe('the event stream\'s bounds', () => {
   });
 
   test('a reader catching up goes at its own pace: paused, it is not cut off, and then reads every event on the one connection', async () => {
-    const paced = await service.createProject('Paced');
+    paced = await service.createProject('Paced');
     // 5,000 events of ~1.4 kB: a page of 500 is seven times the 100 kB bound, the whole 70 times.
     for (let i = 0; i < 10; i++) await writeEvents(service.db, jobs(paced, 500, 1000));
     const reader = await openOnceFree(paced.key, { 'last-event-id': '0' }, true);
     assert.ok(reader, 'a place for the stream');
     try {
-      // Reading nothing while the service has pages to send: they wait for it, one at a time.
-      await sleep(1500);
+      // Reading nothing for a while (less than the stall bound) while the service has pages to
+      // send: they wait for it, one at a time.
+      await sleep(BOUNDS_HEARTBEAT_MS / 2);
       reader.resume();
       for (const deadline = Date.now() + 30_000; (reader.events.at(-1)?.id ?? 0) < 5000 && !reader.isClosed;) {
         assert.ok(Date.now() < deadline, `5,000 events within 30 s: ${reader.events.length} arrived`);
@@ -216,6 +222,25 @@ describe('the event stream\'s bounds', () => {
       assert.deepEqual(reader.events.map((e) => e.id), Array.from({ length: 5000 }, (_, i) => i + 1));
     } finally {
       reader.close();
+    }
+  });
+
+  test('a reader catching up that takes nothing for two heartbeat intervals is cut off, and its place freed', async () => {
+    const opened = Date.now();
+    const stalled = await openOnceFree(paced.key, { 'last-event-id': '0' }, true);
+    assert.ok(stalled, 'a place for the stream');
+    const beside = await openOnceFree(paced.key);
+    try {
+      assert.ok(beside, 'a place for the second stream');
+      assertError(await service.request('GET', '/v1/event/stream', { key: paced.key }), 503, MESSAGES.unavailable);
+      const third = await openOnceFree(paced.key);
+      assert.ok(third, 'the stalled reader\'s place was freed');
+      third.close();
+      const after = Date.now() - opened;
+      assert.ok(after >= 2 * BOUNDS_HEARTBEAT_MS, `freed after ${after} ms: the stall bound, not at once`);
+    } finally {
+      stalled.close();
+      beside?.close();
     }
   });
 
