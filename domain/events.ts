@@ -63,7 +63,7 @@ export interface StreamQuery {
   after: number | null;
   /** Only these type names; null: all. */
   types: string[] | null;
-  /** Only events of these keys; null: all. */
+  /** Only events of these keys; null: all; empty: none (no value named a key). */
   actors: string[] | null;
 }
 
@@ -81,6 +81,8 @@ export function parseStreamQuery(query: DomainRequest['query'], lastEventId: str
   return {
     after: afterValues.length === 1 ? Number(afterValues[0]) : null,
     types: types.length ? [...new Set(types)] : null,
-    actors: actors.length ? [...new Set(actors)] : null,
+    // A value that cannot be a key's id matches no event, so it is not looked for (a NUL in it
+    // would fail the catching-up query and close the stream).
+    actors: actors.length ? [...new Set(actors.filter((actor) => isId('papi', actor)))] : null,
   };
 }

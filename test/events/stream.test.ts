@@ -121,6 +121,23 @@ describe('the event stream', () => {
     assert.ok(revocations.comments >= 2, `comment lines keep the stream alive (${revocations.comments})`);
   });
 
+  test('an actor that is no key\'s id matches nothing, whatever it holds, and the stream stays open', async () => {
+    const own = await open(`/v1/event/stream?after=0&actor=${p.keyId}`);
+    const ownEvents = (await own.waitFor(1)).length;
+    const nobody = await open('/v1/event/stream?after=0&actor=nobody');
+    const nul = await open('/v1/event/stream?after=0&actor=%00');
+    const mixed = await open(`/v1/event/stream?after=0&actor=%00&actor=${p.keyId}`);
+    await mixed.waitFor(ownEvents);
+    await sleep(300);
+    for (const [reader, what] of [[nobody, 'nobody'], [nul, 'a NUL']] as const) {
+      assert.equal(reader.status, 200, what);
+      assert.deepEqual(reader.events, [], what);
+      assert.equal(reader.isClosed, false, `the stream of ${what} is open`);
+    }
+    assert.deepEqual(mixed.events.map((e) => e.id), own.events.map((e) => e.id), 'a NUL beside a key: that key\'s events');
+    assert.equal(mixed.isClosed, false);
+  });
+
   test('changes made concurrently reach every stream exactly once, in sequence order, with no gap', async () => {
     const start = (await service.request('GET', '/v1/event', { key: p.key })).body.response.total as number;
     const streams = await Promise.all([0, 1, 2].map(() => open(`/v1/event/stream?after=${start}`)));
