@@ -1,6 +1,7 @@
 // Property-based fuzzing of the whole HTTPS surface (fast-check): hostile JSON bodies for every
-// endpoint, raw bodies that are not JSON, junk query strings, hostile path parameters and
-// Authorization headers, over real HTTPS against one service holding two projects (A and B).
+// endpoint, raw bodies that are not JSON, junk query strings (the event stream's among them),
+// hostile path parameters and Authorization headers, over real HTTPS against one service holding
+// two projects (A and B). A stream that starts is closed once its head has come.
 //
 // Properties of every response (api.md sections 1, 5, 7 and decisions.md):
 //  - never a 500 or 503; always the envelope {code, title, response} with code = HTTP status
@@ -11,7 +12,8 @@
 //  - a response to a key of one project holds no identifier of another project's records,
 //    except an activated public app (its id, logo file and data fields; never its instructions).
 // After the run: nothing the fuzz sent changed another project's records, every change has its
-// audit event, and the service log holds no secret, no secret hash and no `Bearer ` value.
+// audit event, no stream failed to read its events, and the service log holds no secret, no
+// secret hash and no `Bearer ` value.
 //
 // Reproduce a run: FUZZ_SEED=<seed printed in the figures> npm run test:faults -- test/faults/fuzz.fault.ts
 // (each counterexample also prints fast-check's own seed and path). FUZZ_SCALE=0.1 runs a tenth.
@@ -37,8 +39,8 @@ const LANES = 8;
 const REQUEST_TIMEOUT_MS = 20_000;
 /** Runs per property (summed over the lanes); together at least 10,000 requests. */
 const SCALE = Number(process.env.FUZZ_SCALE ?? 1);
-const RUNS = Object.fromEntries(Object.entries({ bodies: 3200, rawBodies: 1600, queries: 1600, paths: 2400, authorization: 1600 })
-  .map(([name, runs]) => [name, Math.ceil(runs * SCALE)])) as { bodies: number; rawBodies: number; queries: number; paths: number; authorization: number };
+const RUNS = Object.fromEntries(Object.entries({ bodies: 3200, rawBodies: 1600, queries: 1600, streams: 800, paths: 2400, authorization: 1600 })
+  .map(([name, runs]) => [name, Math.ceil(runs * SCALE)])) as { bodies: number; rawBodies: number; queries: number; streams: number; paths: number; authorization: number };
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 2_147_483_647);
 
 // ---------------------------------------------------------------------------------------------
@@ -62,6 +64,7 @@ const CONTRACT_FAILURES: ReadonlyArray<readonly [number, string | RegExp]> = [
   [404, 'The selected data type does not exist.'], [404, 'The selected instruction type does not exist.'],
   [404, 'The selected category does not exist.'],
   [405, 'The request method is not allowed.'],
+  [422, 'after must be a non-negative integer.'], [422, /^Unknown event type: [\s\S]*\.$/],
   [413, 'Request body too large.'],
   [422, 'The parameters were valid but the request failed.'],
   [422, 'limit must be an integer from 1 to 100.'], [422, 'offset must be a non-negative integer.'],
@@ -90,6 +93,9 @@ const KNOWN_SCOPES = ['*', ...SCOPE_RESOURCES.flatMap((r) => [`${r}:read`, `${r}
 const DATA_TYPES = ['input', 'text area', 'number', 'email', 'document', 'image',
   'mdti_c2a39a7ad82bc017dccd', 'mdti_fdd932b23e1fa82aa942', 'mdti_0bf56e96d417b823b7e8',
   'mdti_52f84207d0f8a95ed43d', 'mdti_5017cf8657e1df4df809', 'mdti_1777f1beedfbd5cde030'];
+/** Event type names of decisions.md, and near misses. */
+const EVENT_TYPE_NAMES = ['key.created', 'key.revoked', 'key.expired', 'app.created', 'app.updated', 'app.published', 'project.created',
+  'key.renamed', 'KEY.CREATED', 'key.', '.created', 'key.created%20', 'key%2Ecreated', '%00', '', '*'];
 const CATEGORIES = ['general', 'writing', 'summarization', 'extraction', 'vision', 'translation', 'coding'];
 const RESERVED = ['run', 'file', 'team', 'feedback', 'catalog'];
 /** Identifier prefixes of records that belong to a project (decisions.md, Naming). */
@@ -280,7 +286,8 @@ async function buildWorld(): Promise<World> {
   const byPrefix = (prefix: string) => all.filter((id) => id.startsWith(prefix));
   const bait = {
     // Ids of the other project that bodies may carry: one key, one private app. All others appear
-    // only in paths and queries, where nothing is ever echoed, so their check stays strict.
+    // only in paths and queries, where nothing is echoed but the stream's unknown event type (an
+    // id sent there is taken as sent: prepare), so their check stays strict.
     A: [protectedKeys.B[1]!, protectedApps.B[2]!],
     B: [protectedKeys.A[1]!, protectedApps.A[0]!],
   };
@@ -366,6 +373,8 @@ const stats = {
   shrinkRequests: 0,
   byKind: new Map<string, number>(),
   created: { keys: 0, apps: 0 },
+  /** 200s of GET /v1/event/stream. */
+  streamsOpened: 0,
 };
 /** Secrets issued by POST /v1/key during the fuzz (never to be seen again). */
 const issued = new Set<string>();
@@ -433,6 +442,8 @@ function prepare(spec: Spec): Sent {
     for (const m of text.match(SECRET_IN_TEXT) ?? []) sentSecretShaped.add(m.slice(0, SECRET_LENGTH)), sentSecretShaped.add(m);
     if (project) for (const id of text.match(OWNED_ID) ?? []) bodyTaint[project]!.add(id);
   }
+  // The stream's 422 names the event type asked for, whatever it is: an id sent there comes back.
+  if (project && spec.kind === 'streams') for (const id of decoded(spec.path).match(OWNED_ID) ?? []) bodyTaint[project]!.add(id);
   for (const value of [authorization ?? []].flat()) sentAuthorization.add(value);
   return sent;
 }
@@ -456,6 +467,15 @@ function transmit(sent: Sent, retry = true): Promise<Reply> {
     }, REQUEST_TIMEOUT_MS);
     req.on('response', (res) => {
       answered = true;
+      if (res.statusCode === 200 && String(res.headers['content-type']).startsWith('text/event-stream')) {
+        // A stream never ends by itself: its head is the answer (the service has begun its
+        // catching-up read already, whose failures the after-fuzz check finds in the log).
+        clearTimeout(timer);
+        res.destroy();
+        stats.streamsOpened++;
+        resolve({ status: 200, headers: res.headers, text: '', body: undefined });
+        return;
+      }
       readReply(res).then((reply) => { clearTimeout(timer); resolve(reply); }, (err) => { clearTimeout(timer); reject(err); });
     });
     req.on('error', (err: Error & { code?: string }) => {
@@ -495,6 +515,11 @@ function violations(sent: Sent, reply: Reply): string[] {
   if (TITLES[status] === undefined) problems.push(`status ${status} is not one the contract uses`);
   if (reply.headers['x-request-id'] === undefined) problems.push('no X-Request-Id header');
   if (sent.method === 'HEAD') return problems;
+  if (String(reply.headers['content-type']).startsWith('text/event-stream')) {
+    if (sent.method !== 'GET' || decoded(routeOf(sent.path)) !== '/v1/event/stream') problems.push('an event stream from something other than GET /v1/event/stream');
+    if (status !== 200) problems.push(`an event stream with status ${status}`);
+    return problems;
+  }
 
   const body = reply.body;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
@@ -942,6 +967,29 @@ function arbitraries(w: World) {
     query: queryString,
   }).map(({ caller, path: p, query }) => ({ kind: 'queries', caller, method: 'GET', path: `${p}${query}` }));
 
+  // The event stream's query: after (or Last-Event-ID), type (repeatable), actor, and junk.
+  const streamQueryName = fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom('after', 'type', 'actor') },
+    { weight: 1, arbitrary: fc.constantFrom('AFTER', 'after[]', 'type[0]', 'actor%00', '__proto__', 'limit', '', 'x', 'af%74er') },
+  );
+  const streamQueryValue = (name: string) => fc.oneof(
+    { weight: 4, arbitrary: name === 'type' ? fc.constantFrom(...EVENT_TYPE_NAMES) : name === 'actor'
+      ? fc.constantFrom(...w.ids.keys, 'nobody', 'papi_', `papi_${'0'.repeat(20)}`)
+      : fc.constantFrom('0', '1', '3', '999999999999999', '9999999999999999', '-1', '1.5', '') },
+    { weight: 2, arbitrary: queryValue },
+    { weight: 1, arbitrary: fc.constantFrom('%00', 'a%00b', '%ED%A0%80', '%FF', '%', '%zz') },
+  );
+  const streamQueries: fc.Arbitrary<Spec> = fc.record({
+    caller: validCaller,
+    params: fc.array(streamQueryName.chain((name) => fc.tuple(fc.constant(name), fc.option(streamQueryValue(name), { nil: undefined }))),
+      { minLength: 0, maxLength: 4 }),
+    lastEventId: fc.option(fc.oneof(fc.constantFrom('0', '2', 'x', '-1', '1.0', ' 3', '99999999999999999999'), fc.nat().map(String)), { nil: undefined, freq: 3 }),
+  }).map(({ caller, params, lastEventId }) => ({
+    kind: 'streams', caller, method: 'GET',
+    path: `/v1/event/stream${params.length ? '?' : ''}${params.map(([n, v]) => (v === undefined ? n : `${n}=${v}`)).join('&')}`,
+    ...(lastEventId === undefined ? {} : { headers: { 'last-event-id': lastEventId } }),
+  }));
+
   const smallBody = fc.option(fc.oneof(hostile.map(json), editBody), { nil: undefined, freq: 3 });
   const paths: fc.Arbitrary<Spec> = fc.record({
     caller: anyCaller,
@@ -1007,7 +1055,7 @@ function arbitraries(w: World) {
     ...(m === 'POST' ? { body: p === '/v1/key' ? '{"name":"auth fuzz","scope":["key:read"]}' : '{}' } : {}),
   }));
 
-  return { bodies, rawBodies, queries, paths, authorization: authorizationSpecs };
+  return { bodies, rawBodies, queries, streams: streamQueries, paths, authorization: authorizationSpecs };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1144,6 +1192,12 @@ test('after the fuzz: every change the fuzz made has its audit event (no audit j
      WHERE name IN ('audit.write', 'audit.drain') AND state IN ('retry', 'failed', 'created', 'active') GROUP BY state`);
   recordFigure(SUITE, 'audit jobs not completed', rows.map((r) => `${r.state}×${r.n}`).join(' ') || '0');
   assert.deepEqual(rows.map((r) => ({ state: r.state, n: r.n, error: r.output?.slice(0, 300) })), [], 'audit jobs that did not complete');
+});
+
+test('after the fuzz: every event stream the fuzz opened read its events without a failure (the service logged none)', () => {
+  const failures = service.logText().split('\n').filter((line) => /"msg":"event stream [^"]*(fail|could not)/.test(line));
+  recordFigure(SUITE, 'event streams opened', stats.streamsOpened);
+  assert.deepEqual(failures.slice(0, 5), [], 'event stream failures in the service log');
 });
 
 test('after the fuzz: the service log holds no key secret, no secret hash (hex) and no Bearer value', async () => {
