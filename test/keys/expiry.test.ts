@@ -84,7 +84,7 @@ test('the expiry job marks the key `expired` and records exactly one `key.expire
     const r = await keyRow(service, made.id);
     return r?.status === 'expired' ? r : undefined;
   });
-  assert.equal(row!.expires_at, expiresAt);
+  assert.equal(row.expires_at, expiresAt);
   assert.equal((await keyRow(service, keep.id))!.status, 'activated');
   assert.equal((await keyRow(service, never.id))!.status, 'activated');
   // Running it again finds nothing more of this key to do.
