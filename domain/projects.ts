@@ -1,6 +1,6 @@
 // Projects, their consumers and their plans: workspace actions (origin `workspace`), not part of the HTTP API.
 import { newId } from '../lib/ids.ts';
-import { queryFile } from '../lib/pool.ts';
+import { queryFile, type Queryable } from '../lib/pool.ts';
 import { recordEvent } from './audit.ts';
 import { verifyChain } from './audit-chain.ts';
 import { insertKey, keyView, type NewKey } from './keys.ts';
@@ -44,8 +44,7 @@ export async function createProjectKey(services: Services, actor: Actor, project
 
 export async function disableProject(services: Services, actor: Actor, projectId: string) {
   return change(services, async (tx) => {
-    const [exists] = await queryFile(tx.client, 'project_exists', [projectId]);
-    if (!exists) throw new NotFound(`No project ${projectId}.`);
+    await projectMustExist(tx.client, projectId);
     const [disabled] = await queryFile<{ id: string; updated_at: number }>(tx.client, 'project_disable', [projectId]);
     // Already disabled: nothing changed, so nothing to record.
     if (disabled) {
@@ -77,6 +76,12 @@ export async function disableConsumer(services: Services, actor: Actor, consumer
   });
 }
 
+/** The workspace's commands name projects by id: one that does not exist is NotFound. */
+export async function projectMustExist(db: Queryable, projectId: string): Promise<void> {
+  const [exists] = await queryFile(db, 'project_exists', [projectId]);
+  if (!exists) throw new NotFound(`No project ${projectId}.`);
+}
+
 export async function countProjects(services: Services): Promise<number> {
   const [row] = await queryFile<{ total: number }>(services.pool, 'project_count');
   return row!.total;
@@ -84,8 +89,7 @@ export async function countProjects(services: Services): Promise<number> {
 
 /** The workspace's `events verify`: the project's whole hash chain recomputed. */
 export async function verifyProjectChain(services: Services, projectId: string) {
-  const [exists] = await queryFile(services.pool, 'project_exists', [projectId]);
-  if (!exists) throw new NotFound(`No project ${projectId}.`);
+  await projectMustExist(services.pool, projectId);
   return { project: { id: projectId }, ...await verifyChain(services.pool, projectId) };
 }
 

@@ -3,7 +3,7 @@
 import { queryFile, withTransaction } from '../lib/pool.ts';
 import { isId, newId } from '../lib/ids.ts';
 import { findApp } from './apps.ts';
-import { NotFound } from './projects.ts';
+import { projectMustExist } from './projects.ts';
 import type { QueueName, RunFinished, TotalsJob } from './jobs.ts';
 import { change, type Services } from './services.ts';
 
@@ -44,8 +44,7 @@ export async function recomputeTotals(services: Services, job: TotalsJob): Promi
 /** Plays the run engine: reports a finished run on the `run.finished` queue. */
 export async function recordRun(services: Services, report: Omit<RunFinished, 'run_id'>) {
   await findApp(services.pool, report.app_id);
-  const [project] = await queryFile(services.pool, 'project_exists', [report.project_id]);
-  if (!project) throw new NotFound(`No project ${report.project_id}.`);
+  await projectMustExist(services.pool, report.project_id);
   const runId = newId('run');
   await services.boss.send('run.finished' satisfies QueueName, { run_id: runId, ...report } satisfies RunFinished);
   return { run: { id: runId } };
