@@ -1,17 +1,19 @@
 // The apps resource (api.md 4.2): create, list, detail, edit (name, description, publish) and
-// soft delete, with the plan checked before anything else is done; and the workspace's changes of
+// soft delete, with the plan's answers before any other; and the workspace's changes of
 // an app (its logo, its activation), which the HTTP API does not make.
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { isId, newId } from '../lib/ids.ts';
 import { queryFile, type Queryable } from '../lib/pool.ts';
+import { fillTemplate } from '../lib/sql-files.ts';
+import { SQLSTATE } from '../lib/sqlstate.ts';
 import { recordEvent } from './audit.ts';
 import { catalog, IMAGE_DATA_TYPE_ID, type Catalog } from './catalog.ts';
 import { errors } from './errors.ts';
 import { isImage } from './images.ts';
 import { NotFound } from './projects.ts';
 import { apiActor, ok, pageOf, paging, type DomainRequest } from './requests.ts';
-import { change, type Actor, type Services } from './services.ts';
+import { change, type Actor, type Services, type Tx } from './services.ts';
 import { APP_DESCRIPTION, APP_NAME, editedText, requiredText } from './text-fields.ts';
 
 const DEFAULT_CATEGORY = 'general';
@@ -74,7 +76,7 @@ function parseInstructions(instruction: unknown, types: Catalog): NewInstruction
   });
 }
 
-/** Validation in the order decisions.md lists it; the plan was checked before this runs. */
+/** Validation in the order decisions.md lists it; its fault is answered only after the plan's (createApp). */
 function parseNewApp(body: Record<string, unknown>, types: Catalog): NewApp {
   const name = requiredText(body.name, APP_NAME);
   const description = requiredText(body.description, APP_DESCRIPTION);
@@ -90,39 +92,44 @@ function parseNewApp(body: Record<string, unknown>, types: Catalog): NewApp {
 }
 
 interface Created {
-  outcome: 'created' | 'limit' | 'unknown' | 'no-image-model';
+  outcome: 'created' | 'unknown' | 'no-image-model';
   model_id: string;
   build_id: string;
   created_at: number;
 }
 
+/**
+ * A creation writes its app and its event first and takes the project's plan row last, in the
+ * COMMIT's own message: every creation of a project queues on that row, so it is held only for the
+ * count and the commit. The plan's answers still come first (decisions.md): a refused plan rolls
+ * the app back, and a body's or a category's fault is answered only once the plan would have
+ * allowed an app.
+ */
 export async function createApp(services: Services, req: DomainRequest) {
   const projectId = req.caller.project_id;
   const types = await catalog(services.pool);
+  let app: NewApp | undefined;
+  let fault: unknown;
+  try {
+    app = parseNewApp(req.body, types);
+  } catch (err) {
+    fault = err;
+  }
   const response = await change(services, async (tx) => {
-    const [plan] = await queryFile<{ custom_apps: boolean; app_limit: number }>(tx.client, 'plan_lock', [projectId]);
-    if (!plan || !plan.custom_apps) throw errors.planNoCustomApps();
-    let app: NewApp;
-    try {
-      app = parseNewApp(req.body, types);
-    } catch (err) {
-      // The plan's limit is answered before the body's faults: the plan is checked first.
-      const [count] = await queryFile<{ total: number }>(tx.client, 'app_count', [projectId]);
-      if (count!.total >= plan.app_limit) throw errors.planAppLimit();
-      throw err;
-    }
     const id = newId('mapp');
-    const [created] = await queryFile<Created>(tx.client, 'app_create', [
-      id, projectId, app.name, app.description, app.category, app.type, app.status, plan.app_limit,
+    const [created] = app === undefined ? [] : await queryFile<Created>(tx.client, 'app_create', [
+      id, projectId, app.name, app.description, app.category, app.type, app.status,
       app.data.some((f) => f.typeId === IMAGE_DATA_TYPE_ID),
       app.data.map((f) => f.id), app.data.map((_, i) => i), app.data.map((f) => f.name),
       app.data.map((f) => f.typeId), app.data.map((f) => f.placeholder), app.data.map((f) => f.required),
       app.instruction.map((i) => i.id), app.instruction.map((_, i) => i), app.instruction.map((i) => i.type),
       app.instruction.map((i) => i.instruction),
     ]);
-    if (created!.outcome === 'limit') throw errors.planAppLimit();
-    if (created!.outcome === 'unknown') throw errors.categoryUnknown();
-    if (created!.outcome === 'no-image-model') throw errors.categoryNoImageModel();
+    if (app === undefined || created!.outcome !== 'created') {
+      await tx.client.query(planAdmission(tx, projectId, false));
+      if (app === undefined) throw fault;
+      throw created!.outcome === 'unknown' ? errors.categoryUnknown() : errors.categoryNoImageModel();
+    }
     const { model_id: modelId, build_id: buildId, created_at: createdAt } = created!;
     await recordEvent(tx, apiActor(req), {
       projectId,
@@ -131,6 +138,7 @@ export async function createApp(services: Services, req: DomainRequest) {
       details: { name: app.name, category: app.category, type: app.type, status: app.status, model: modelId },
       at: createdAt,
     });
+    tx.commitAfter(planAdmission(tx, projectId, true));
     return {
       id,
       object: 'app' as const,
@@ -144,8 +152,23 @@ export async function createApp(services: Services, req: DomainRequest) {
       data: Object.fromEntries(app.data.map((f) => [f.id, { type: f.sentType, value: f.name, placeholder: f.placeholder, required: f.required }])),
       instruction: Object.fromEntries(app.instruction.map((i) => [i.id, { type: i.type, instruction: i.instruction }])),
     };
+  }).catch((err: unknown) => {
+    throw planRefusal(err);
   });
   return ok(response);
+}
+
+/** The statement that locks the project's plan row and refuses an app the plan does not allow. */
+function planAdmission(tx: Tx, projectId: string, ownApp: boolean): string {
+  return fillTemplate('plan_admission', { project: tx.client.escapeLiteral(projectId), own_app: String(ownApp) });
+}
+
+/** plan_admission's refusals as the plan's answers. */
+function planRefusal(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === SQLSTATE.planNoCustomApps) return errors.planNoCustomApps();
+  if (code === SQLSTATE.planAppLimit) return errors.planAppLimit();
+  return err;
 }
 
 interface AppSummaryRow {

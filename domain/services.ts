@@ -22,13 +22,15 @@ export interface Tx {
   send<N extends QueueName>(queue: N, data: JobPayloads[N], options?: { singletonKey?: string }): Promise<void>;
   /** Once the change commits, a job on `queue`, whose work the change left in its own rows. */
   requestJob(queue: QueueName): void;
+  /** A statement run last, in the COMMIT's own message (lib/pool.ts TransactionEnd); its error rolls the change back. */
+  commitAfter(statement: string): void;
 }
 
 /** Runs one change in one transaction; jobs and rows it hands over commit or roll back with it. */
 export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const woken = new Set<string>();
   const requested = new Set<string>();
-  const result = await withTransaction(services.db, (client) => fn({
+  const result = await withTransaction(services.db, (client, end) => fn({
     client,
     async send(queue, data, options = {}) {
       // No id: no job was made (a stately queue already holds one), so there is nothing to wake.
@@ -36,6 +38,9 @@ export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>):
     },
     requestJob(queue) {
       requested.add(queue);
+    },
+    commitAfter(statement) {
+      end.lastStatement = statement;
     },
   }));
   for (const queue of woken) wakeWorkers(services.pool, queue);

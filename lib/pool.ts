@@ -83,14 +83,24 @@ export async function queryFile<T extends object = Record<string, unknown>>(db: 
   return result.rows as T[];
 }
 
-export async function withTransaction<T>(db: Database, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * How a transaction ends: `lastStatement`, when set, is sent in its COMMIT's message (simple query
+ * protocol: literals written into its text), so a row it locks is held for no round trip to the
+ * client; its error skips the COMMIT and rolls the transaction back.
+ */
+export interface TransactionEnd {
+  lastStatement?: string;
+}
+
+export async function withTransaction<T>(db: Database, fn: (client: pg.PoolClient, end: TransactionEnd) => Promise<T>): Promise<T> {
   const client = await db.connect();
   let broken = false;
   try {
     if (db.begin) await db.begin(client);
     else await client.query('BEGIN');
-    const value = await fn(client);
-    await client.query('COMMIT');
+    const end: TransactionEnd = {};
+    const value = await fn(client, end);
+    await client.query(end.lastStatement === undefined ? 'COMMIT' : `${end.lastStatement.trimEnd()};\nCOMMIT`);
     return value;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => { broken = true; });

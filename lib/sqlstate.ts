@@ -12,6 +12,9 @@ export const SQLSTATE = {
   adminShutdown: '57P01',
   crashShutdown: '57P02',
   cannotConnectNow: '57P03',
+  /** The service's own, raised by plan_admission (sql/migrations/0011). */
+  planNoCustomApps: 'PMS01',
+  planAppLimit: 'PMS02',
 } as const;
 
 /** The class of every connection exception (08000, 08006, …). */

@@ -1,15 +1,11 @@
--- App creation after plan_lock holds the project's plan row, in one statement: the plan's limit,
--- the category's model, then the app with its data fields and instructions. The count is read
--- here, in a statement begun after the lock was granted, so it sees every creation that held the
--- lock before (one statement with the lock in it would count from before the wait).
--- $1 id, $2 project, $3 name, $4 description, $5 category, $6 type, $7 status, $8 app limit,
--- $9 needs an image-reading model, $10..$15 data fields (id, position, name, type, placeholder,
--- required), $16..$19 instructions (id, position, type, text).
--- outcome: created | limit | unknown (no such category, or no build of its model) | no-image-model.
-WITH counted AS (
-  SELECT coalesce((SELECT sum(apps) FROM project_counts WHERE project_id = $2), 0) AS total
-), category AS (
-  SELECT CASE WHEN $9::boolean THEN c.image_model_id ELSE c.model_id END AS model_id
+-- App creation in one statement: the category's model, then the app with its data fields and
+-- instructions. The plan is checked after it, with the plan row locked (plan_admission.sql).
+-- $1 id, $2 project, $3 name, $4 description, $5 category, $6 type, $7 status,
+-- $8 needs an image-reading model, $9..$14 data fields (id, position, name, type, placeholder,
+-- required), $15..$18 instructions (id, position, type, text).
+-- outcome: created | unknown (no such category, or no build of its model) | no-image-model.
+WITH category AS (
+  SELECT CASE WHEN $8::boolean THEN c.image_model_id ELSE c.model_id END AS model_id
   FROM categories c WHERE c.name = $5
 ), model AS (
   SELECT m.model_id,
@@ -17,9 +13,8 @@ WITH counted AS (
   FROM category m
 ), decision AS (
   SELECT CASE
-           WHEN (SELECT total FROM counted) >= $8::bigint THEN 'limit'
            WHEN NOT EXISTS (SELECT 1 FROM category) THEN 'unknown'
-           WHEN (SELECT build_id FROM model) IS NULL THEN CASE WHEN $9::boolean THEN 'no-image-model' ELSE 'unknown' END
+           WHEN (SELECT build_id FROM model) IS NULL THEN CASE WHEN $8::boolean THEN 'no-image-model' ELSE 'unknown' END
            ELSE 'created'
          END AS outcome,
          (SELECT model_id FROM model) AS model_id,
@@ -31,12 +26,12 @@ WITH counted AS (
 ), fields AS (
   INSERT INTO app_data_fields (id, app_id, position, name, type_id, placeholder, required)
   SELECT f.id, app.id, f.position, f.name, f.type_id, f.placeholder, f.required
-  FROM app, unnest($10::text[], $11::int[], $12::text[], $13::text[], $14::text[], $15::boolean[])
+  FROM app, unnest($9::text[], $10::int[], $11::text[], $12::text[], $13::text[], $14::boolean[])
     AS f (id, position, name, type_id, placeholder, required)
 ), instructions AS (
   INSERT INTO app_instructions (id, app_id, position, type, instruction)
   SELECT i.id, app.id, i.position, i.type, i.instruction
-  FROM app, unnest($16::text[], $17::int[], $18::text[], $19::text[]) AS i (id, position, type, instruction)
+  FROM app, unnest($15::text[], $16::int[], $17::text[], $18::text[]) AS i (id, position, type, instruction)
 )
 SELECT d.outcome, d.model_id, d.build_id, app.created_at
 FROM decision d LEFT JOIN app ON true

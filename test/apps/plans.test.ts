@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setPlan } from '../../domain/projects.ts';
 import { assertError, assertSuccess } from '../support/assertions.ts';
-import { TestService, type TestProject } from '../support/service.ts';
+import { holdLock, lockWaiters } from '../support/locks.ts';
+import { TestService, type Reply, type TestProject } from '../support/service.ts';
+import { waitFor } from '../support/wait.ts';
 import { appBody, createApp } from './helpers.ts';
 
 let service: TestService;
@@ -111,4 +113,26 @@ test('concurrent creations at the limit: exactly the allowance succeeds', async 
   assert.equal(refused.length, 5);
   for (const r of refused) assertError(r, 402, LIMIT_REACHED);
   assert.equal(await total(p), 3);
+});
+
+test('creations that wrote their apps while the plan row was held: exactly the allowance commits', async () => {
+  // Each creation writes its app and then waits for the plan row, held here until every
+  // connection of the service's pool has a creation waiting on it; then all go at once. A count
+  // taken before the wait, not after it, would let each of them pass.
+  const p = await service.createProject('Racing behind the plan row');
+  await plan(p, { appLimit: 2 });
+  const db = service.services.pool;
+  const lock = await holdLock(db, 'SELECT 1 FROM plans WHERE project_id = $1 FOR UPDATE', [p.projectId]);
+  let pending: Promise<Reply[]>;
+  try {
+    pending = Promise.all(Array.from({ length: 6 }, (_, i) => create(p, appBody({ name: `queued ${i}` }))));
+    await waitFor('every pool connection waiting on the plan row', async () =>
+      (await lockWaiters(db, lock)) >= service.config.dbPoolSize ? true : undefined, 10_000);
+  } finally {
+    await lock.release();
+  }
+  const replies = await pending;
+  assert.deepEqual(replies.map((r) => r.status).sort(), [200, 200, 402, 402, 402, 402]);
+  for (const r of replies.filter((reply) => reply.status === 402)) assertError(r, 402, LIMIT_REACHED);
+  assert.equal(await total(p), 2);
 });

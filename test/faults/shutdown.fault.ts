@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertSuccess } from '../support/assertions.ts';
 import { recordFigure } from '../support/figures.ts';
+import { holdLock, lockWaiters, type HeldLock } from '../support/locks.ts';
 import { ConnectionError, ProcessGroup, tail, type ServiceProcess } from '../support/processes.ts';
 import { Secrets } from '../support/secrets.ts';
 import { createTestDatabase, type Reply, type TestProject } from '../support/service.ts';
@@ -50,45 +51,6 @@ after(async () => {
   await group?.stopAll();
   await db?.end();
 });
-
-/** Holds a row lock in a transaction of its own until released. */
-interface HeldLock {
-  /** The holding session's backend, which the waiters' pg_blocking_pids name. */
-  pid: number;
-  release(): Promise<void>;
-}
-
-async function holdLock(sql: string, values: unknown[]): Promise<HeldLock> {
-  const client = await db.connect();
-  const { rows: [{ pid }] } = await client.query('SELECT pg_backend_pid() AS pid');
-  await client.query('BEGIN');
-  const { rowCount } = await client.query(sql, values);
-  assert.equal(rowCount, 1, `the row to lock exists: ${sql}`);
-  let released = false;
-  return {
-    pid,
-    async release() {
-      if (released) return;
-      released = true;
-      await client.query('ROLLBACK').finally(() => client.release());
-    },
-  };
-}
-
-/**
- * Sessions waiting, directly or behind another waiter, on a lock the test holds. Found from the
- * holder, not by query text, which pg_stat_activity cuts at 1 kB.
- */
-async function lockWaiters(lock: HeldLock): Promise<number> {
-  const { rows } = await db.query(
-    `WITH RECURSIVE waiting (pid) AS (
-       SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))
-       UNION
-       SELECT a.pid FROM pg_stat_activity a JOIN waiting w ON w.pid = ANY (pg_blocking_pids(a.pid))
-     )
-     SELECT count(*)::int AS n FROM waiting`, [lock.pid]);
-  return rows[0].n;
-}
 
 /** The audit backlog: the project's events waiting in audit_outbox as `created`, the audit.drain jobs by their states. */
 async function jobsByState(): Promise<Record<string, number>> {
@@ -137,8 +99,8 @@ test(`SIGTERM to a web process with ${IN_FLIGHT} requests in flight: each gets i
   // Every request gets a connection of its own, open before the SIGTERM.
   await Promise.all(Array.from({ length: IN_FLIGHT }, () => client.request('GET', '/healthz')));
 
-  // App creation locks the project's plan row first (domain/apps.ts createApp, sql/queries/plan_lock.sql).
-  const lock = await holdLock('SELECT 1 FROM plans WHERE project_id = $1 FOR UPDATE', [project.projectId]);
+  // App creation waits for the project's plan row before it commits (domain/apps.ts createApp, sql/queries/plan_admission.sql).
+  const lock = await holdLock(db, 'SELECT 1 FROM plans WHERE project_id = $1 FOR UPDATE', [project.projectId]);
   const names = Array.from({ length: IN_FLIGHT }, () => ledger.uniqueName('app'));
   const outcomes: Array<Reply | ConnectionError> = new Array(IN_FLIGHT);
   const sent = names.map((name, i) => client.request('POST', '/v1/app/create', { key: project.key, body: appBody(name) })
@@ -146,7 +108,7 @@ test(`SIGTERM to a web process with ${IN_FLIGHT} requests in flight: each gets i
   let waiting = 0;
   try {
     waiting = await waitFor(() => 'app creations waiting on the plan lock', async () => {
-      const n = await lockWaiters(lock);
+      const n = await lockWaiters(db, lock);
       return n >= 4 ? n : undefined;
     }, 10_000);
     // The rest are parsed and queued for a thread (or a connection) by now: the gateway is not blocked.
@@ -190,11 +152,11 @@ test(`SIGTERM to a web process with ${IN_FLIGHT} requests in flight: each gets i
  * holding that row makes every job of the batch in hand wait.
  */
 async function workerWithJobsInHand(name: string): Promise<{ worker: ServiceProcess; lock: HeldLock; inHand: number }> {
-  const lock = await holdLock('SELECT 1 FROM project_event_counts WHERE project_id = $1 FOR UPDATE', [project.projectId]);
+  const lock = await holdLock(db, 'SELECT 1 FROM project_event_counts WHERE project_id = $1 FOR UPDATE', [project.projectId]);
   try {
     const worker = await group.startWorker(name);
     const inHand = await waitFor(() => `${name} holding audit jobs`, async () => {
-      const waiting = await lockWaiters(lock);
+      const waiting = await lockWaiters(db, lock);
       const active = (await pendingJobs(db)).byState.active ?? 0;
       return waiting > 0 && active > 0 ? active : undefined;
     }, 15_000);

@@ -1,1 +1,0 @@
-SELECT coalesce((SELECT sum(apps) FROM project_counts WHERE project_id = $1), 0)::bigint AS total
