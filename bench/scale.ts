@@ -24,14 +24,20 @@ export async function loadScaleProject(db: pg.Pool, projectId: string, consumerI
     INSERT INTO app_instructions (id, app_id, position, type, instruction)
     SELECT ${ID('miid', 'a.id')}, a.id, 0, 'system', 'Summarize.' FROM apps a WHERE a.project_id = $1`, [projectId]);
   // Numbered after the project's own events, older first; not hashed (the bench reads no hash, and
-  // this project's chain is not verified).
+  // this project's chain is not verified). Each with its JSON as the API answers it, members in
+  // eventView's order.
   await db.query(`
-    INSERT INTO events (id, project_id, type_id, related_table, related_id, origin, ip_address, details, created_at, sequence, actor_id)
-    SELECT ${ID('evnt', 'g')}, $1, 'evty_0a1b5c2f7d93e4068b11', 'key', 'papi_00000000000000000000', 'api', '127.0.0.1',
-           '{"name":"bulk"}', now_seconds() - make_interval(secs => g),
-           head.total + ${SCALE.events} - g + 1, NULL
-    FROM generate_series(1, ${SCALE.events}) g,
-         (SELECT coalesce((SELECT total FROM project_event_counts WHERE project_id = $1), 0) AS total) head`, [projectId]);
+    INSERT INTO events (id, project_id, type_id, related_table, related_id, origin, ip_address, details, created_at, sequence, actor_id, body)
+    SELECT e.id, $1, t.id, 'key', 'papi_00000000000000000000', 'api', '127.0.0.1', '{"name":"bulk"}', e.created_at, e.sequence, NULL,
+           json_build_object('id', e.id, 'object', 'event', 'type', json_build_object('id', t.id, 'name', t.name),
+             'related', json_build_object('table', 'key', 'id', 'papi_00000000000000000000'), 'origin', 'api',
+             'ip_address', '127.0.0.1', 'details', '{"name":"bulk"}'::json, 'created_at', unix_seconds(e.created_at),
+             'sequence', e.sequence, 'actor', json_build_object('type', 'key', 'id', NULL), 'hash', NULL)::text
+    FROM (SELECT ${ID('evnt', 'g')} AS id, now_seconds() - make_interval(secs => g) AS created_at, head.total + ${SCALE.events} - g + 1 AS sequence
+          FROM generate_series(1, ${SCALE.events}) g,
+               (SELECT coalesce((SELECT total FROM project_event_counts WHERE project_id = $1), 0) AS total) head) e,
+         event_types t
+    WHERE t.id = 'evty_0a1b5c2f7d93e4068b11'`, [projectId]);
   await db.query(`
     INSERT INTO project_event_counts AS c (project_id, total) VALUES ($1, ${SCALE.events})
     ON CONFLICT (project_id) DO UPDATE SET total = c.total + ${SCALE.events}`, [projectId]);

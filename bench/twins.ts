@@ -11,7 +11,7 @@ import restify from 'restify';
 import { OUTBOX_INSERT } from '../domain/audit.ts';
 import { declaresNoBody } from '../gateway/body-limit.ts';
 import { KeyCheckedDatabase } from '../domain/key-check.ts';
-import type { CallerKey, DomainRequest } from '../domain/requests.ts';
+import { responseJson, type CallerKey, type DomainRequest } from '../domain/requests.ts';
 import { hashSecret } from '../domain/secrets.ts';
 import { readConfig } from '../lib/config.ts';
 import { createPool, queryFile } from '../lib/pool.ts';
@@ -38,8 +38,8 @@ const TITLES: Record<number, string> = { 200: 'OK', 201: 'Created' };
 const [caller] = await queryFile<CallerKey>(pool, 'key_authenticate', [hashSecret(secret!)]);
 if (!caller) throw new Error('the bench key does not authenticate');
 
-function answer(res: restify.Response, status: number, response: unknown): void {
-  const body = JSON.stringify({ code: status, title: TITLES[status] ?? 'Error', response });
+function answer(res: restify.Response, status: number, responseText: string | undefined): void {
+  const body = `{"code":${status},"title":${JSON.stringify(TITLES[status] ?? 'Error')}${responseText === undefined ? '' : `,"response":${responseText}`}}`;
   res.sendRaw(status, body, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(body)) });
 }
 
@@ -66,7 +66,7 @@ for (const endpoint of Object.values(ENDPOINTS)) {
       const result = endpoint.runs === 'inline'
         ? endpoint.handler(new KeyCheckedDatabase(pool, caller!.id), request)
         : endpoint.handler(services, request);
-      result.then(({ status, response }) => answer(res, status, response), () => answer(res, 503, 'twin failed')).finally(() => next(false));
+      result.then((done) => answer(res, done.status, responseJson(done)), () => answer(res, 503, '"twin failed"')).finally(() => next(false));
     });
   });
 }

@@ -15,7 +15,7 @@ export async function release(config: Config, log: Logger, databaseUrl: string):
   try {
     await migrateSchema(pool, log);
     const hashed = await backfillChains(pool);
-    if (hashed > 0) log.info({ projects: hashed }, 'audit trail hash chains of earlier events written');
+    if (hashed > 0) log.info({ projects: hashed }, 'audit trail: hashes and JSON of earlier events written');
     await migrateJobs(databaseUrl, log, JOB_QUEUES);
     await grantAppRole(pool, log);
   } finally {

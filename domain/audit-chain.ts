@@ -17,11 +17,14 @@ export function chainHash(previousHash: string, event: ReturnType<typeof eventVi
   return createHash('sha256').update(previousHash + canonicalize(hashed), 'utf8').digest('hex');
 }
 
+/** An event's columns, and the JSON the API answers for it (null before release gives it one). */
+type ChainRow = EventRow & { body: string | null };
+
 /** Every event of a project in sequence order, a page per round trip. */
-async function* chainOf(db: pg.Pool | pg.PoolClient, projectId: string): AsyncGenerator<EventRow> {
+async function* chainOf(db: pg.Pool | pg.PoolClient, projectId: string): AsyncGenerator<ChainRow> {
   let after = 0;
   for (;;) {
-    const rows = await queryFile<EventRow>(db, 'event_chain_page', [projectId, after, CHAIN_PAGE]);
+    const rows = await queryFile<ChainRow>(db, 'event_chain_page', [projectId, after, CHAIN_PAGE]);
     yield* rows;
     if (rows.length < CHAIN_PAGE) return;
     after = Number(rows.at(-1)!.sequence);
@@ -32,7 +35,10 @@ export type Verdict =
   | { events: number; verified: true }
   | { events: number; verified: false; sequence: number; reason: string };
 
-/** Recomputes a project's whole chain from its stored events; names the first sequence that breaks. */
+/**
+ * Recomputes a project's whole chain from its stored events, and holds the JSON the API answers
+ * for each to the event its columns make; names the first sequence that breaks.
+ */
 export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Verdict> {
   let previous = GENESIS_HASH;
   let expected = 1;
@@ -41,15 +47,27 @@ export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Ver
     if (event.sequence !== expected) return { events: expected - 1, verified: false, sequence: expected, reason: `sequence ${expected} is missing` };
     const hash = chainHash(previous, event);
     if (event.hash !== hash) return { events: expected - 1, verified: false, sequence: expected, reason: 'its hash does not match its content and the previous hash' };
+    if (!answersAs(row.body, event)) return { events: expected - 1, verified: false, sequence: expected, reason: 'the JSON the API answers for it does not match its content' };
     previous = hash;
     expected++;
   }
   return { events: expected - 1, verified: true };
 }
 
+/** Whether stored JSON is the event (members in any order). */
+function answersAs(body: string | null, event: ReturnType<typeof eventView>): boolean {
+  if (body === null) return false;
+  try {
+    return canonicalize(JSON.parse(body)) === canonicalize(event);
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Release step: hashes the events written before the chain existed (migration 0006 numbered them),
- * project by project under the chain head's lock, before any process writes another.
+ * and gives each event written before events kept their JSON (migration 0012) its JSON, project by
+ * project under the chain head's lock, before any process writes another.
  */
 export async function backfillChains(pool: pg.Pool): Promise<number> {
   const projects = await queryFile<{ project_id: string }>(pool, 'event_chain_unhashed', []);
@@ -57,17 +75,25 @@ export async function backfillChains(pool: pg.Pool): Promise<number> {
     await withTransaction(pool, async (client) => {
       await queryFile(client, 'event_chain_lock', [[projectId]]);
       let previous = GENESIS_HASH;
-      const ids: string[] = [];
-      const hashes: string[] = [];
+      let ids: string[] = [];
+      let hashes: string[] = [];
+      let bodies: string[] = [];
+      const flush = async () => {
+        await queryFile(client, 'event_hash_set', [ids, hashes, bodies]);
+        [ids, hashes, bodies] = [[], [], []];
+      };
       for await (const row of chainOf(client, projectId)) {
-        const hash = chainHash(previous, eventView(row));
-        if (row.hash === null) {
+        const event = eventView(row);
+        const hash = chainHash(previous, event);
+        if (row.hash === null || row.body === null) {
           ids.push(row.id);
-          hashes.push(hash);
+          hashes.push(row.hash ?? hash);
+          bodies.push(JSON.stringify({ ...event, hash: row.hash ?? hash }));
+          if (ids.length === CHAIN_PAGE) await flush();
         }
         previous = hash;
       }
-      await queryFile(client, 'event_hash_set', [ids, hashes]);
+      await flush();
       await queryFile(client, 'event_chain_head_set', [projectId, previous]);
     });
   }

@@ -71,7 +71,7 @@ async function writeEventsIn(client: pg.PoolClient, typeIds: Map<string, string>
     if (sequence > 0 && head.last_hash === null) throw new Error(`project ${head.project_id}: events not yet hashed; run release`);
     return [head.project_id, { sequence, hash: head.last_hash ?? GENESIS_HASH, moved: false }];
   }));
-  const rows: Array<AuditJob & { sequence: number; hash: string }> = [];
+  const rows: Array<AuditJob & { sequence: number; hash: string; body: string }> = [];
   // Stable: events of one second keep the order they were handed over in.
   for (const job of [...jobs].sort((a, b) => a.created_at - b.created_at)) {
     if (written.has(job.id)) continue;
@@ -87,7 +87,8 @@ async function writeEventsIn(client: pg.PoolClient, typeIds: Map<string, string>
     chain.sequence += 1;
     chain.hash = chainHash(chain.hash, event);
     chain.moved = true;
-    rows.push({ ...job, actor_id: actorId, created_at: createdAt, sequence: chain.sequence, hash: chain.hash });
+    const body = JSON.stringify({ ...event, hash: chain.hash });
+    rows.push({ ...job, actor_id: actorId, created_at: createdAt, sequence: chain.sequence, hash: chain.hash, body });
   }
   if (rows.length === 0) return 0;
   // An unknown type name fails here (type_id NOT NULL), rolling the batch back.

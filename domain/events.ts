@@ -2,7 +2,7 @@
 import { isId } from '../lib/ids.ts';
 import { queryFile } from '../lib/pool.ts';
 import { errors } from './errors.ts';
-import { ok, pageOf, type DomainRequest } from './requests.ts';
+import { list, listJson, okJson, type DomainRequest } from './requests.ts';
 import { EVENT_TYPES, type Origin } from './jobs.ts';
 import type { Services } from './services.ts';
 
@@ -44,17 +44,22 @@ export function eventView(row: EventRow) {
   };
 }
 
+export type EventObject = ReturnType<typeof eventView>;
+
+// Reads answer each event's JSON as the audit writer stored it (sql/migrations/0012): an event
+// never changes after it is written, so it is not built again for every reader.
+
 export async function listEvents(services: Services, req: DomainRequest) {
-  const rows = await queryFile<EventRow & { total: number }>(services.db, 'event_list', [req.caller.project_id, FEED_SIZE]);
-  return ok(pageOf(rows, eventView));
+  const [page] = await queryFile<{ total: number | string; data: string | null }>(services.db, 'event_list', [req.caller.project_id, FEED_SIZE]);
+  return okJson<ReturnType<typeof list<EventObject>>>(listJson(page!.data ?? '[]', Number(page!.total)));
 }
 
 export async function getEvent(services: Services, req: DomainRequest) {
   const id = req.params.event_id ?? '';
   if (!isId('evnt', id)) throw errors.eventNotFound();
-  const [row] = await queryFile<EventRow>(services.db, 'event_find', [id, req.caller.project_id]);
+  const [row] = await queryFile<{ body: string }>(services.db, 'event_find', [id, req.caller.project_id]);
   if (!row) throw errors.eventNotFound();
-  return ok(eventView(row));
+  return okJson<EventObject>(row.body);
 }
 
 /** What a client asks of GET /v1/event/stream (decisions.md, "Events"). */

@@ -36,9 +36,20 @@ export interface DomainResult<Response = unknown> {
   status: number;
   /** The envelope's `response`: the result, or the failure message. */
   response: Response;
+  /** The `response` as JSON text already (events as the audit writer stored them): sent as it is. */
+  json?: string;
 }
 
 export const ok = <Response>(response: Response, status = 200): DomainResult<Response> => ({ status, response });
+
+/**
+ * A success whose `response` is JSON text already, of the type `Response` (which the typed client
+ * reads from the handler); `response` itself is left unset.
+ */
+export const okJson = <Response>(json: string): DomainResult<Response> => ({ status: 200, response: undefined as Response, json });
+
+/** The response's JSON text, serialised here unless it came as text. */
+export const responseJson = (result: DomainResult): string | undefined => result.json ?? JSON.stringify(result.response);
 
 /** Who makes a change through the API, as its event records it. */
 export const apiActor = (req: DomainRequest): Actor => ({ origin: 'api', ip: req.ip, keyId: req.caller.id });
@@ -58,6 +69,9 @@ export interface SerializedResult {
 }
 
 export const list = <Item>(data: Item[], total: number) => ({ object: 'list' as const, data, total });
+
+/** The text JSON.stringify(list(data, total)) writes, for `data` that is JSON text already. */
+export const listJson = (dataJson: string, total: number): string => `{"object":"list","data":${dataJson},"total":${total}}`;
 
 /**
  * A page read with its total in one query (sql/queries/*_list.sql): every row carries `total`,

@@ -4,14 +4,14 @@ import type pg from 'pg';
 import { Piscina } from 'piscina';
 import { withKeyCheck } from '../domain/key-check.ts';
 import { errors, type ApiError } from '../domain/errors.ts';
-import type { DomainRequest, SerializedResult } from '../domain/requests.ts';
+import { responseJson, type DomainRequest, type SerializedResult } from '../domain/requests.ts';
 import type { Config } from '../lib/config.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import type { PoolTask, PoolWorkerData } from '../workers/pool/task.ts';
 import type { EventStreams } from './event-streams.ts';
 import type { Endpoint } from '../workers/endpoints/endpoint.ts';
 import type { PoolEndpointName } from '../workers/endpoints/registry.ts';
-import { sendEnvelope, sendSerializedEnvelope } from './envelope.ts';
+import { sendSerializedEnvelope } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
 import type { KnownKeys } from './known-keys.ts';
 import { releaseAddress } from './pipelining.ts';
@@ -111,7 +111,7 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
     }
     if (endpoint.runs === 'inline') {
       withKeyCheck(db, request, (checked) => endpoint.handler(checked, request)).then((result) => {
-        sendEnvelope(res, result.status, result.response);
+        sendSerializedEnvelope(res, result.status, responseJson(result));
       }, (err: unknown) => fail(req, res, err)).finally(() => next(false));
       return;
     }

@@ -10,7 +10,7 @@
 // the followed projects are read too, and the streams of keys that no longer authenticate end.
 import pg from 'pg';
 import type { Response } from 'restify';
-import { eventView, type EventRow, type StreamQuery } from '../domain/events.ts';
+import type { StreamQuery } from '../domain/events.ts';
 import { EVENTS_CHANNEL } from '../domain/audit.ts';
 import type { Config } from '../lib/config.ts';
 import { queryFile } from '../lib/pool.ts';
@@ -44,9 +44,18 @@ interface Feed {
   again: boolean;
 }
 
+/** What a stream reads of an event (sql/queries/event_stream_page.sql): what it filters on, and its JSON as stored. */
+interface StreamRow {
+  /** bigint: node-postgres reads it as a string. */
+  sequence: string;
+  type_name: string;
+  actor_id: string | null;
+  body: string;
+}
+
 /** An event as one Server-Sent Event: id its sequence, event its type's name, data the event object. */
-function frame(row: EventRow): string {
-  return `id: ${Number(row.sequence)}\nevent: ${row.type_name}\ndata: ${JSON.stringify(eventView(row))}\n\n`;
+function frame(row: StreamRow): string {
+  return `id: ${Number(row.sequence)}\nevent: ${row.type_name}\ndata: ${row.body}\n\n`;
 }
 
 export class EventStreams {
@@ -128,7 +137,7 @@ export class EventStreams {
     try {
       while (stream.position < feed.cursor && await this.drained(stream)) {
         const upTo = feed.cursor;
-        const rows = await queryFile<EventRow>(this.pool, 'event_stream_page', [
+        const rows = await queryFile<StreamRow>(this.pool, 'event_stream_page', [
           stream.projectId, stream.position, upTo, stream.types && [...stream.types], stream.actors && [...stream.actors], PAGE]);
         this.pass(stream, rows, rows.map(frame));
         if (rows.length < PAGE) stream.position = Math.max(stream.position, upTo);
@@ -150,7 +159,7 @@ export class EventStreams {
     try {
       do {
         feed.again = false;
-        const rows = await queryFile<EventRow>(this.pool, 'event_stream_page', [projectId, feed.cursor, Number.MAX_SAFE_INTEGER, null, null, PAGE]);
+        const rows = await queryFile<StreamRow>(this.pool, 'event_stream_page', [projectId, feed.cursor, Number.MAX_SAFE_INTEGER, null, null, PAGE]);
         for (const stream of feed.streams) this.behind(stream);
         if (rows.length > 0) {
           // Each event is serialised once however many streams follow the project, and a stream
@@ -185,7 +194,7 @@ export class EventStreams {
    * Passes on, in one write, the events of `rows` (oldest first, `frames` their frames) that lie
    * beyond the stream's position and match its filters; its position moves past all of them.
    */
-  private pass(stream: Stream, rows: EventRow[], frames: string[]): void {
+  private pass(stream: Stream, rows: StreamRow[], frames: string[]): void {
     if (stream.closed) return;
     let text = '';
     for (const [i, row] of rows.entries()) {

@@ -123,6 +123,39 @@ test('an event edited in the database breaks the chain at its sequence', async (
   assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 2, verified: false, sequence: 3, reason: 'sequence 3 is missing' });
 });
 
+test('an event whose stored JSON (what the API answers) was edited breaks the chain at its sequence', async () => {
+  const p = await project('Tampered answer');
+  await secrets.key(service, p.key, { name: 'honest', scope: ['key:read'] });
+  await service.waitForEvents(p.projectId, 3);
+  await service.waitForJobsDrained();
+  const { rows: [row] } = await service.db.query('SELECT id FROM events WHERE project_id = $1 AND sequence = 3', [p.projectId]);
+  await service.db.query(`UPDATE events SET body = replace(body, '"honest"', '"forged"') WHERE id = $1`, [row.id]);
+  const answered = await service.request('GET', `/v1/event/${row.id}`, { key: p.key });
+  assert.equal(answered.body.response.details.name, 'forged', 'the API answers the stored JSON');
+  assert.deepEqual(await verifyChain(service.db, p.projectId),
+    { events: 2, verified: false, sequence: 3, reason: 'the JSON the API answers for it does not match its content' });
+});
+
+test('release gives events written before they kept their JSON the JSON the API answers', async () => {
+  const p = await project('Before stored JSON');
+  await secrets.key(service, p.key, { name: 'older', scope: ['key:read'] });
+  await service.waitForEvents(p.projectId, 3);
+  await service.waitForJobsDrained();
+  const before = (await service.request('GET', '/v1/event', { key: p.key })).body;
+  // As a database migrated by 0012 holds them: the rows of before have no JSON, which the
+  // constraint (NOT VALID) allows for them only.
+  await service.db.query('ALTER TABLE events DROP CONSTRAINT events_body_written');
+  try {
+    await service.db.query('UPDATE events SET body = NULL WHERE project_id = $1', [p.projectId]);
+  } finally {
+    await service.db.query('ALTER TABLE events ADD CONSTRAINT events_body_written CHECK (body IS NOT NULL) NOT VALID');
+  }
+  await assert.rejects(service.db.query('UPDATE events SET details = details WHERE project_id = $1', [p.projectId]), /events_body_written/);
+  assert.ok(await backfillChains(service.db) >= 1);
+  assert.deepEqual((await service.request('GET', '/v1/event', { key: p.key })).body, before);
+  assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 3, verified: true });
+});
+
 test('release hashes the events written before the chain existed, and the writer carries on from them', async () => {
   const p = await project('Legacy');
   await service.waitForEvents(p.projectId, 2);

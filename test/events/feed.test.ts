@@ -14,6 +14,8 @@ const secrets = new Secrets();
 
 const EVENT_FIELDS = ['id', 'object', 'type', 'related', 'origin', 'ip_address', 'details', 'created_at', 'sequence', 'actor', 'hash'];
 const EVENT_NOT_FOUND = envelope(404, MESSAGES.eventNotFound);
+/** Back-dating an event with SQL: its stored JSON (what the API answers) gets the new time ($2) too. */
+const BODY_CREATED_AT = `body = regexp_replace(body, '"created_at":\\d+', '"created_at":' || $2::bigint)`;
 
 before(async () => {
   service = await TestService.start();
@@ -137,7 +139,7 @@ test('the feed is newest first: created_at descending, then sequence descending'
   const base = nowSeconds() - 1000;
   const offsets = [10, 50, 30, 30, 40, 20];
   for (const [i, id] of ids.entries()) {
-    await service.db.query('UPDATE events SET created_at = to_timestamp($2) WHERE id = $1', [id, base - offsets[i]!]);
+    await service.db.query(`UPDATE events SET created_at = to_timestamp($2), ${BODY_CREATED_AT} WHERE id = $1`, [id, base - offsets[i]!]);
   }
   const tie = sequences[2]! > sequences[3]! ? [ids[2], ids[3]] : [ids[3], ids[2]];
   const expected = [ids[0], ids[5], ...tie, ids[4], ids[1]];
@@ -162,8 +164,9 @@ test('the feed holds at most the 100 newest events while total counts them all; 
 
   // Distinct times in an order unrelated to ids or insertion, so "newest" is decided by created_at.
   await service.db.query(
-    `UPDATE events e SET created_at = to_timestamp(extract(epoch FROM now_seconds()) - 5000 + r.n * 7)
-     FROM (SELECT id, row_number() OVER (ORDER BY md5(id)) AS n FROM events WHERE project_id = $1) r
+    `UPDATE events e SET created_at = to_timestamp(r.at), ${BODY_CREATED_AT.replace('$2', 'r.at')}
+     FROM (SELECT id, extract(epoch FROM now_seconds())::bigint - 5000 + row_number() OVER (ORDER BY md5(id)) * 7 AS at
+           FROM events WHERE project_id = $1) r
      WHERE e.id = r.id`, [p.projectId]);
   const all = await sqlFeed(p.projectId);
   assert.equal(new Set(all.map((e) => e.created_at)).size, expectedTotal, 'every event has its own second');

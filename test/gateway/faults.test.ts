@@ -42,20 +42,20 @@ function assertNothingLeaks(reply: Reply, words: string[]): void {
 
 test('a database fault inside an operation: 500 with nothing inner, logged with the request id', async () => {
   assertSuccess(await service.request('GET', '/v1/event', { key: project.key }), 200, 'before the fault');
-  await service.db.query('ALTER VIEW event_view RENAME TO event_view_gone');
+  await service.db.query('ALTER TABLE events RENAME TO events_gone');
   let reply: Reply;
   try {
     reply = await service.request('GET', '/v1/event', { key: project.key });
   } finally {
-    await service.db.query('ALTER VIEW event_view_gone RENAME TO event_view');
+    await service.db.query('ALTER TABLE events_gone RENAME TO events');
   }
   assertError(reply, 500, MESSAGES.internal);
-  assertNothingLeaks(reply, ['event_view', 'event_view_gone']);
+  assertNothingLeaks(reply, ['events_gone', 'relation', 'does not exist']);
 
   const requestId = assertRequestId(reply);
   const lines = await waitForLogLine(requestId);
   assert.ok(lines.length > 0, `an error is logged with request id ${requestId}`);
-  assert.match(JSON.stringify(lines), /event_view/, 'the log names the fault');
+  assert.match(JSON.stringify(lines), /relation \\"events\\" does not exist/, 'the log names the fault');
 
   assertSuccess(await service.request('GET', '/v1/event', { key: project.key }), 200, 'after the fault is undone');
 });

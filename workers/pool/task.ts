@@ -4,7 +4,7 @@
 import { workerData } from 'node:worker_threads';
 import { ApiError, errors, isDatabaseUnavailable } from '../../domain/errors.ts';
 import { KeyRefusal, withKeyCheck } from '../../domain/key-check.ts';
-import { type DomainRequest, type DomainResult, type SerializedResult } from '../../domain/requests.ts';
+import { responseJson, type DomainRequest, type DomainResult, type SerializedResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
 import { ENDPOINTS, type PoolEndpointName } from '../endpoints/registry.ts';
 import type { Config } from '../../lib/config.ts';
@@ -42,8 +42,8 @@ function failure(err: ApiError): DomainResult {
 }
 
 export default async function runTask(task: PoolTask): Promise<SerializedResult> {
-  const { status, response, refusedKey } = await resultOf(task);
-  return { status, json: JSON.stringify(response), ...(refusedKey ? { refusedKey } : {}) };
+  const result = await resultOf(task);
+  return { status: result.status, json: responseJson(result), ...(result.refusedKey ? { refusedKey: true } : {}) };
 }
 
 async function resultOf({ endpoint, request }: PoolTask): Promise<DomainResult & { refusedKey?: true }> {
