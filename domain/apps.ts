@@ -126,7 +126,7 @@ export async function createApp(services: Services, req: DomainRequest) {
       app.instruction.map((i) => i.instruction),
     ]);
     if (app === undefined || created!.outcome !== 'created') {
-      await tx.client.query(planAdmission(tx, projectId, false));
+      await tx.client.query(planAdmission(tx, projectId));
       if (app === undefined) throw fault;
       throw created!.outcome === 'unknown' ? errors.categoryUnknown() : errors.categoryNoImageModel();
     }
@@ -138,7 +138,7 @@ export async function createApp(services: Services, req: DomainRequest) {
       details: { name: app.name, category: app.category, type: app.type, status: app.status, model: modelId },
       at: createdAt,
     });
-    tx.commitAfter(planAdmission(tx, projectId, true));
+    tx.commitAfter(planAdmission(tx, projectId));
     return {
       id,
       object: 'app' as const,
@@ -159,8 +159,8 @@ export async function createApp(services: Services, req: DomainRequest) {
 }
 
 /** The statement that locks the project's plan row and refuses an app the plan does not allow. */
-function planAdmission(tx: Tx, projectId: string, ownApp: boolean): string {
-  return fillTemplate('plan_admission', { project: tx.client.escapeLiteral(projectId), own_app: String(ownApp) });
+function planAdmission(tx: Tx, projectId: string): string {
+  return fillTemplate('plan_admission', { project: tx.client.escapeLiteral(projectId) });
 }
 
 /** plan_admission's refusals as the plan's answers. */

@@ -37,7 +37,7 @@ export type Verdict =
 
 /**
  * Recomputes a project's whole chain from its stored events, and holds the JSON the API answers
- * for each to the event its columns make; names the first sequence that breaks.
+ * for each to the event its columns make, byte for byte; names the first sequence that breaks.
  */
 export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Verdict> {
   let previous = GENESIS_HASH;
@@ -54,14 +54,9 @@ export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Ver
   return { events: expected - 1, verified: true };
 }
 
-/** Whether stored JSON is the event (members in any order). */
+/** Whether stored JSON is, to the byte, what the writer makes of the event (clients get those bytes). */
 function answersAs(body: string | null, event: ReturnType<typeof eventView>): boolean {
-  if (body === null) return false;
-  try {
-    return canonicalize(JSON.parse(body)) === canonicalize(event);
-  } catch {
-    return false;
-  }
+  return body === JSON.stringify(event);
 }
 
 /**
@@ -82,9 +77,11 @@ export async function backfillChains(pool: pg.Pool): Promise<number> {
         await queryFile(client, 'event_hash_set', [ids, hashes, bodies]);
         [ids, hashes, bodies] = [[], [], []];
       };
+      let hashed = false;
       for await (const row of chainOf(client, projectId)) {
         const event = eventView(row);
         const hash = chainHash(previous, event);
+        hashed ||= row.hash === null;
         if (row.hash === null || row.body === null) {
           ids.push(row.id);
           hashes.push(row.hash ?? hash);
@@ -94,7 +91,8 @@ export async function backfillChains(pool: pg.Pool): Promise<number> {
         previous = hash;
       }
       await flush();
-      await queryFile(client, 'event_chain_head_set', [projectId, previous]);
+      // A chain that only lacked its JSON keeps its head as it was.
+      if (hashed) await queryFile(client, 'event_chain_head_set', [projectId, previous]);
     });
   }
   return projects.length;

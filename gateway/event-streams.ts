@@ -46,8 +46,7 @@ interface Feed {
 
 /** What a stream reads of an event (sql/queries/event_stream_page.sql): what it filters on, and its JSON as stored. */
 interface StreamRow {
-  /** bigint: node-postgres reads it as a string. */
-  sequence: string;
+  sequence: number;
   type_name: string;
   actor_id: string | null;
   body: string;
@@ -55,7 +54,7 @@ interface StreamRow {
 
 /** An event as one Server-Sent Event: id its sequence, event its type's name, data the event object. */
 function frame(row: StreamRow): string {
-  return `id: ${Number(row.sequence)}\nevent: ${row.type_name}\ndata: ${row.body}\n\n`;
+  return `id: ${row.sequence}\nevent: ${row.type_name}\ndata: ${row.body}\n\n`;
 }
 
 export class EventStreams {
@@ -166,8 +165,8 @@ export class EventStreams {
           // that takes every event (no filter, nothing of these passed on yet: the common case)
           // gets the one buffer of them all, in one write.
           const frames = rows.map(frame);
-          const first = Number(rows[0]!.sequence);
-          const last = Number(rows[rows.length - 1]!.sequence);
+          const first = rows[0]!.sequence;
+          const last = rows[rows.length - 1]!.sequence;
           let all: Buffer | undefined;
           for (const stream of feed.streams) {
             if (!stream.live || stream.closed) continue;
@@ -198,7 +197,7 @@ export class EventStreams {
     if (stream.closed) return;
     let text = '';
     for (const [i, row] of rows.entries()) {
-      const sequence = Number(row.sequence);
+      const { sequence } = row;
       if (sequence <= stream.position) continue;
       stream.position = sequence;
       if (stream.types && !stream.types.has(row.type_name)) continue;

@@ -100,7 +100,7 @@ export async function withTransaction<T>(db: Database, fn: (client: pg.PoolClien
     else await client.query('BEGIN');
     const end: TransactionEnd = {};
     const value = await fn(client, end);
-    await client.query(end.lastStatement === undefined ? 'COMMIT' : `${end.lastStatement.trimEnd()};\nCOMMIT`);
+    await client.query(end.lastStatement === undefined ? 'COMMIT' : `${end.lastStatement}\n;\nCOMMIT`);
     return value;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => { broken = true; });

@@ -3,10 +3,9 @@
 -- so it is held for the count and the commit, and for no round trip to the service. Each statement
 -- of a VOLATILE function takes a fresh snapshot, so the count, begun after the lock was granted,
 -- sees every creation that held it before (a statement with the lock in it would count from before
--- the wait). `own_app`: the calling transaction has written its app, which the count includes.
--- A refusal is an error with the service's own SQLSTATE (lib/sqlstate.ts), so that it rolls the
--- transaction back before its COMMIT runs.
-CREATE FUNCTION plan_admission(project text, own_app boolean) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+-- the wait). A refusal is an error with the service's own SQLSTATE (lib/sqlstate.ts), so that it
+-- rolls the transaction back before its COMMIT runs.
+CREATE FUNCTION plan_admission(project text) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   plan plans%ROWTYPE;
   apps bigint;
@@ -16,8 +15,16 @@ BEGIN
     RAISE EXCEPTION 'the plan does not allow custom apps' USING ERRCODE = 'PMS01';
   END IF;
   SELECT coalesce(sum(c.apps), 0) INTO apps FROM project_counts c WHERE c.project_id = project;
-  IF apps - own_app::int >= plan.app_limit THEN
+  IF apps >= plan.app_limit THEN
     RAISE EXCEPTION 'the plan''s app limit is reached' USING ERRCODE = 'PMS02';
   END IF;
 END
 $$;
+
+-- An app's count moves when its transaction commits (a deferred trigger), not when its row is
+-- written: a creation queueing on the plan row then holds no row of project_counts, which key
+-- changes and app deletions of the project share (sql/migrations/0003), and the count above is of
+-- committed apps only, the caller's own not among them.
+DROP TRIGGER apps_count ON apps;
+CREATE CONSTRAINT TRIGGER apps_count AFTER INSERT OR UPDATE OF deleted_at ON apps
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION count_project_apps();

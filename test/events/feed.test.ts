@@ -15,7 +15,7 @@ const secrets = new Secrets();
 const EVENT_FIELDS = ['id', 'object', 'type', 'related', 'origin', 'ip_address', 'details', 'created_at', 'sequence', 'actor', 'hash'];
 const EVENT_NOT_FOUND = envelope(404, MESSAGES.eventNotFound);
 /** Back-dating an event with SQL: its stored JSON (what the API answers) gets the new time ($2) too. */
-const BODY_CREATED_AT = `body = regexp_replace(body, '"created_at":\\d+', '"created_at":' || $2::bigint)`;
+const BODY_CREATED_AT = `body = regexp_replace(body, '"created_at":\\d+,"sequence":', '"created_at":' || $2::bigint || ',"sequence":')`;
 
 before(async () => {
   service = await TestService.start();

@@ -99,7 +99,7 @@ test(`SIGTERM to a web process with ${IN_FLIGHT} requests in flight: each gets i
   // Every request gets a connection of its own, open before the SIGTERM.
   await Promise.all(Array.from({ length: IN_FLIGHT }, () => client.request('GET', '/healthz')));
 
-  // App creation waits for the project's plan row before it commits (domain/apps.ts createApp, sql/queries/plan_admission.sql).
+  // App creation waits for the project's plan row before it commits (domain/apps.ts createApp, sql/templates/plan_admission.sql).
   const lock = await holdLock(db, 'SELECT 1 FROM plans WHERE project_id = $1 FOR UPDATE', [project.projectId]);
   const names = Array.from({ length: IN_FLIGHT }, () => ledger.uniqueName('app'));
   const outcomes: Array<Reply | ConnectionError> = new Array(IN_FLIGHT);
