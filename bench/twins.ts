@@ -10,6 +10,7 @@ import type { PgBoss } from 'pg-boss';
 import restify from 'restify';
 import { OUTBOX_INSERT } from '../domain/audit.ts';
 import { declaresNoBody } from '../gateway/body-limit.ts';
+import { sendSerializedEnvelope } from '../gateway/envelope.ts';
 import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import { responseJson, type CallerKey, type DomainRequest } from '../domain/requests.ts';
 import { hashSecret } from '../domain/secrets.ts';
@@ -32,16 +33,9 @@ pool.on('connect', (client) => {
 const services = { pool, db: pool, boss, log };
 const tls = { cert: readFileSync(process.env.TLS_CERT_FILE!), key: readFileSync(process.env.TLS_KEY_FILE!) };
 const server = restify.createServer({ name: '', httpsServerOptions: tls, handleUncaughtExceptions: false });
-const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
-const TITLES: Record<number, string> = { 200: 'OK', 201: 'Created' };
 
 const [caller] = await queryFile<CallerKey>(pool, 'key_authenticate', [hashSecret(secret!)]);
 if (!caller) throw new Error('the bench key does not authenticate');
-
-function answer(res: restify.Response, status: number, responseText: string | undefined): void {
-  const body = `{"code":${status},"title":${JSON.stringify(TITLES[status] ?? 'Error')}${responseText === undefined ? '' : `,"response":${responseText}`}}`;
-  res.sendRaw(status, body, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(body)) });
-}
 
 /** The body as text; one the request does not declare is not read, as the service's body step does not read it. */
 function withBody(req: restify.Request, then: (text: string) => void): void {
@@ -66,7 +60,9 @@ for (const endpoint of Object.values(ENDPOINTS)) {
       const result = endpoint.runs === 'inline'
         ? endpoint.handler(new KeyCheckedDatabase(pool, caller!.id), request)
         : endpoint.handler(services, request);
-      result.then((done) => answer(res, done.status, responseJson(done)), () => answer(res, 503, '"twin failed"')).finally(() => next(false));
+      // The service's own envelope writer: the same bytes, the same two headers.
+      result.then((done) => sendSerializedEnvelope(res, done.status, responseJson(done)), () => sendSerializedEnvelope(res, 503, '"twin failed"'))
+        .finally(() => next(false));
     });
   });
 }

@@ -6,13 +6,13 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type pg from 'pg';
 import { queryFile, withTransaction } from '../lib/pool.ts';
-import { eventView, type EventRow } from './events.ts';
+import { eventJson, eventView, type EventObject, type EventRow } from './events.ts';
 
 export const GENESIS_HASH = '0'.repeat(64);
 /** Events read per round trip when a whole chain is walked. */
 const CHAIN_PAGE = 1000;
 
-export function chainHash(previousHash: string, event: ReturnType<typeof eventView>): string {
+export function chainHash(previousHash: string, event: EventObject): string {
   const { hash: _hash, ...hashed } = event;
   return createHash('sha256').update(previousHash + canonicalize(hashed), 'utf8').digest('hex');
 }
@@ -55,8 +55,8 @@ export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Ver
 }
 
 /** Whether stored JSON is, to the byte, what the writer makes of the event (clients get those bytes). */
-function answersAs(body: string | null, event: ReturnType<typeof eventView>): boolean {
-  return body === JSON.stringify(event);
+function answersAs(body: string | null, event: EventObject): boolean {
+  return body === eventJson(event, event.hash);
 }
 
 /**
@@ -83,9 +83,10 @@ export async function backfillChains(pool: pg.Pool): Promise<number> {
         const hash = chainHash(previous, event);
         hashed ||= row.hash === null;
         if (row.hash === null || row.body === null) {
+          const kept = row.hash ?? hash;
           ids.push(row.id);
-          hashes.push(row.hash ?? hash);
-          bodies.push(JSON.stringify({ ...event, hash: row.hash ?? hash }));
+          hashes.push(kept);
+          bodies.push(eventJson(event, kept));
           if (ids.length === CHAIN_PAGE) await flush();
         }
         previous = hash;

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { newId } from '../lib/ids.ts';
 import { queryFile, withTransaction } from '../lib/pool.ts';
 import { chainHash, GENESIS_HASH } from './audit-chain.ts';
-import { eventView } from './events.ts';
+import { eventJson, eventView } from './events.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import type { AuditJob, EventType, QueueName, RelatedTable } from './jobs.ts';
 import type { Actor, Tx } from './services.ts';
@@ -87,8 +87,7 @@ async function writeEventsIn(client: pg.PoolClient, typeIds: Map<string, string>
     chain.sequence += 1;
     chain.hash = chainHash(chain.hash, event);
     chain.moved = true;
-    const body = JSON.stringify({ ...event, hash: chain.hash });
-    rows.push({ ...job, actor_id: actorId, created_at: createdAt, sequence: chain.sequence, hash: chain.hash, body });
+    rows.push({ ...job, actor_id: actorId, created_at: createdAt, sequence: chain.sequence, hash: chain.hash, body: eventJson(event, chain.hash) });
   }
   if (rows.length === 0) return 0;
   // An unknown type name fails here (type_id NOT NULL), rolling the batch back.

@@ -46,6 +46,9 @@ export function eventView(row: EventRow) {
 
 export type EventObject = ReturnType<typeof eventView>;
 
+/** The event as stored beside its columns and sent as it is (sql/migrations/0012): its JSON with `hash`. */
+export const eventJson = (event: EventObject, hash: string | null): string => JSON.stringify({ ...event, hash });
+
 // Reads answer each event's JSON as the audit writer stored it (sql/migrations/0012): an event
 // never changes after it is written, so it is not built again for every reader.
 
