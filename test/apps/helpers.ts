@@ -47,8 +47,9 @@ export async function getApp(service: TestService, key: string, id: string): Pro
 }
 
 /** Back-dates an app's created_at (and updated_at) by SQL, for distinct times without sleeping. */
-export async function backdateApp(service: TestService, id: string, secondsAgo: number): Promise<number> {
-  const at = nowSeconds() - secondsAgo;
+/** Sets an app's created_at and updated_at to `secondsAgo` before `now` (give one `now` to put several in one second). */
+export async function backdateApp(service: TestService, id: string, secondsAgo: number, now = nowSeconds()): Promise<number> {
+  const at = now - secondsAgo;
   await service.db.query('UPDATE apps SET created_at = to_timestamp($2), updated_at = to_timestamp($2) WHERE id = $1', [id, at]);
   return at;
 }

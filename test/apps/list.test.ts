@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { assertError, assertSuccess } from '../support/assertions.ts';
 import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
+import { nowSeconds } from '../support/wait.ts';
 import { backdateApp, createApp, MODELS } from './helpers.ts';
 
 let service: TestService;
@@ -55,7 +56,9 @@ test('apps created in the same second are ordered by id descending', async () =>
   const p = await service.createProject('Ties');
   const apps = [];
   for (let i = 0; i < 4; i++) apps.push(await createApp(service, p.key, { name: `tie ${i}` }));
-  for (const a of apps) await backdateApp(service, a.id, 50);
+  // One clock reading for all four: read per app, a second could turn between two of them.
+  const now = nowSeconds();
+  for (const a of apps) await backdateApp(service, a.id, 50, now);
   const result = await list(p);
   assert.deepEqual(result.data.map((e: any) => e.id), apps.map((a) => a.id).sort().reverse());
 });
