@@ -124,6 +124,10 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       if (result.refusedKey) known.forget(req);
       if (result.status === 503) fail(req, res, errors.unavailable());
       else sendSerializedEnvelope(res, result.status, result.json);
+      // piscina's record of a finished task holds this result (through its callback) and stays
+      // reachable from old-generation garbage until a full collection: the table of its task map is
+      // rehashed in old space. The answer's text, dropped here, was promoted with it every time.
+      result.json = undefined;
       next(false);
     }, (err: unknown) => {
       // A thread that died under the task.
