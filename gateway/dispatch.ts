@@ -126,7 +126,7 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       else sendSerializedEnvelope(res, result.status, result.json);
       // piscina's record of a finished task holds this result (through its callback) and stays
       // reachable from old-generation garbage until a full collection: the table of its task map is
-      // rehashed in old space. The answer's text, dropped here, was promoted with it every time.
+      // rehashed in old space. The answer's text, dropped here, would be promoted with it otherwise.
       result.json = undefined;
       next(false);
     }, (err: unknown) => {
