@@ -1,12 +1,15 @@
-// `npm run -s bench:side-by-side -- <other checkout> [GET path ...]`: this checkout's service and
+// `npm run -s bench:side-by-side -- <other checkout> [request ...]`: this checkout's service and
 // another's (the commit before a change, say: `git worktree add ../before HEAD~1`, with its own
 // `npm ci` or a node_modules link), each started as bench:serve starts it, and R2 beside them,
 // measured in turns: SIDE_ROUNDS (6) rounds of SIDE_S (5) seconds each of R2, this, the other (the
-// other, then this, every second round), for each path (default /v1/key/current). On a machine whose speed drifts from one minute to the
+// other, then this, every second round), for each request (default /v1/key/current): a GET path,
+// or one of the bench's writes, `POST /v1/key`, `POST /v1/app/create` or `PATCH /v1/app/detail`
+// (round 32 apps, as the bench does). On a machine whose speed drifts from one minute to the
 // next, only figures taken in turns like this compare two builds; the full bench's ratios do not.
 // Each project first gets SIDE_KEYS (110) keys, and so as many events, for pages of a realistic
-// size. Beside each throughput, the CPU each request cost (bench/cpu.ts): by the server's threads,
-// by PostgreSQL, and by the whole machine (the load generator included).
+// size. Beside each throughput, the CPU each request cost (bench/cpu.ts): by the web process's
+// threads, by the worker process (which drains the writes' events), by PostgreSQL, and by the
+// whole machine (the load generator included).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,12 +29,44 @@ const SECONDS = Number(process.env.SIDE_S ?? 5);
 const KEYS = Number(process.env.SIDE_KEYS ?? 110);
 const [other, ...givenPaths] = process.argv.slice(2);
 if (!other) {
-  process.stderr.write('usage: npm run -s bench:side-by-side -- <other checkout> [GET path ...]\n');
+  process.stderr.write('usage: npm run -s bench:side-by-side -- <other checkout> [GET path | "POST /v1/key" | "POST /v1/app/create" | "PATCH /v1/app/detail" ...]\n');
   process.exit(2);
 }
-const paths = givenPaths.length ? givenPaths : ['/v1/key/current'];
 
-interface Served { child: ChildProcess; base: string; key: string; database: string; webPid?: number }
+/** The apps PATCH goes round, one per connection (bench/run.ts). */
+const APP_BODY = {
+  name: 'Side app', description: 'Summarizes a text', category: 'summarization',
+  data: [{ type: 'text area', name: 'text', placeholder: 'Paste', required: true }],
+  instruction: [{ type: 'system', instruction: 'Summarize the text.' }],
+};
+
+/** One of the measured requests: its method and path, and what it sends (n counts a server's requests). */
+interface Load {
+  method: 'GET' | 'POST' | 'PATCH';
+  request: (served: Served, n: number) => { path: string; body?: object };
+}
+
+const WRITES: Readonly<Record<string, Load>> = {
+  'POST /v1/key': { method: 'POST', request: () => ({ path: '/v1/key', body: { name: 'side', scope: ['key:read'] } }) },
+  'POST /v1/app/create': { method: 'POST', request: () => ({ path: '/v1/app/create', body: APP_BODY }) },
+  'PATCH /v1/app/detail': {
+    method: 'PATCH',
+    request: (served, n) => ({ path: `/v1/app/detail/${served.apps[n % served.apps.length]}`, body: { name: `Side app ${n}` } }),
+  },
+};
+
+function loadOf(given: string): Load {
+  if (given.startsWith('/')) return { method: 'GET', request: () => ({ path: given }) };
+  const write = WRITES[given];
+  if (!write) {
+    process.stderr.write(`bench:side-by-side: unknown request ${JSON.stringify(given)}; a GET path or one of ${Object.keys(WRITES).join(', ')}\n`);
+    process.exit(2);
+  }
+  return write;
+}
+const loads = (givenPaths.length ? givenPaths : ['/v1/key/current']).map((given) => [given, loadOf(given)] as const);
+
+interface Served { child: ChildProcess; base: string; key: string; database: string; webPid?: number; workerPid?: number; apps: string[] }
 
 /** bench:serve in `dir`, once it has printed its BASE, KEY and DATABASE. */
 function serve(dir: string): Promise<Served> {
@@ -45,7 +80,9 @@ function serve(dir: string): Promise<Served> {
       // The lines come in one write: WEB_PID, where a build prints it, is read within this turn.
       if (name === 'DATABASE') {
         setImmediate(() => resolve({
-          child, base: values.BASE!, key: values.KEY!, database: value, ...(values.WEB_PID ? { webPid: Number(values.WEB_PID) } : {}),
+          child, base: values.BASE!, key: values.KEY!, database: value, apps: [],
+          ...(values.WEB_PID ? { webPid: Number(values.WEB_PID) } : {}),
+          ...(values.WORKER_PID ? { workerPid: Number(values.WORKER_PID) } : {}),
         }));
       }
     });
@@ -57,16 +94,19 @@ class Cost {
   requests = 0;
   readonly cpu = new Map<string, number>();
   private readonly pid: number | undefined;
+  private readonly workerPid: number | undefined;
 
-  constructor(pid: number | undefined) {
+  constructor(pid: number | undefined, workerPid?: number) {
     this.pid = pid;
+    this.workerPid = workerPid;
   }
 
   /** Runs `load` (resolving to its request count) and adds what it cost. */
   async measure(load: () => Promise<number>): Promise<void> {
-    const before = { threads: threadsCpu(this.pid), postgres: postgresCpu(), machine: machineCpu() };
+    const before = { threads: threadsCpu(this.pid), worker: threadsCpu(this.workerPid), postgres: postgresCpu(), machine: machineCpu() };
     this.requests += await load();
     for (const [name, us] of cpuBetween(before.threads, threadsCpu(this.pid))) this.add(name, us);
+    for (const [, us] of cpuBetween(before.worker, threadsCpu(this.workerPid))) this.add('worker process', us);
     for (const [, us] of cpuBetween(before.postgres, postgresCpu())) this.add('PostgreSQL', us);
     this.add('machine', machineCpu() - before.machine);
   }
@@ -82,14 +122,40 @@ class Cost {
   }
 }
 
-function requests(url: string, key?: string): Promise<number> {
+function requests(base: string, load: Load, served?: Served): Promise<number> {
+  let n = 0;
+  const first = load.request(served!, 0);
   return new Promise((resolve, reject) => {
-    autocannon({ url, connections: CONNECTIONS, duration: SECONDS, headers: key ? { authorization: `Bearer ${key}` } : {} }, (err, result) => {
+    autocannon({
+      url: `${base}${first.path}`, connections: CONNECTIONS, duration: SECONDS, method: load.method,
+      headers: { ...(served ? { authorization: `Bearer ${served.key}` } : {}), ...(first.body ? { 'content-type': 'application/json' } : {}) },
+      ...(first.body ? {
+        requests: [{
+          setupRequest: (req: autocannon.Request) => {
+            const { path: varied, body } = load.request(served!, n++);
+            return { ...req, path: varied, body: JSON.stringify(body) };
+          },
+        }],
+      } : {}),
+    }, (err, result) => {
       if (err) return reject(err);
-      if (result.non2xx || result.errors) return reject(new Error(`${url}: ${result.non2xx} answers not 2xx, ${result.errors} errors`));
+      if (result.non2xx || result.errors) return reject(new Error(`${base}${first.path}: ${result.non2xx} answers not 2xx, ${result.errors} errors`));
       resolve(result.requests.total);
     });
   });
+}
+
+/** What a write needs before it is measured: no app limit in the way, and the apps PATCH goes round. */
+async function prepareWrites(served: Served): Promise<void> {
+  const db = new pg.Client({ connectionString: served.database });
+  await db.connect();
+  await db.query('UPDATE plans SET app_limit = 100000000');
+  await db.end();
+  while (served.apps.length < CONNECTIONS) {
+    const made = await call(`${served.base}/v1/app/create`, 'POST', served.key, APP_BODY);
+    if (made.status !== 200) throw new Error(`${served.base}: an app was not created (${made.status})`);
+    served.apps.push(made.body.response.id);
+  }
 }
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'pms-side-'));
@@ -113,11 +179,13 @@ try {
       if (made.status !== 201) throw new Error(`${base}: a key was not created (${made.status})`);
     }
   }
-  for (const p of paths) {
-    const cost = { r2: new Cost(r2.pid), here: new Cost(here.webPid), there: new Cost(there.webPid) };
-    const turns = [() => cost.here.measure(() => requests(`${here.base}${p}`, here.key)), () => cost.there.measure(() => requests(`${there.base}${p}`, there.key))];
+  if (loads.some(([, load]) => load.method !== 'GET')) for (const served of [here, there]) await prepareWrites(served);
+  const r2Load: Load = { method: 'GET', request: () => ({ path: '/ref' }) };
+  for (const [p, load] of loads) {
+    const cost = { r2: new Cost(r2.pid), here: new Cost(here.webPid, here.workerPid), there: new Cost(there.webPid, there.workerPid) };
+    const turns = [() => cost.here.measure(() => requests(here.base, load, here)), () => cost.there.measure(() => requests(there.base, load, there))];
     for (let round = 0; round < ROUNDS; round++) {
-      await cost.r2.measure(() => requests(`https://127.0.0.1:${r2Port}/ref`));
+      await cost.r2.measure(() => requests(`https://127.0.0.1:${r2Port}`, r2Load));
       // Whichever build ran right after R2 came out slower than the other (README): the two take
       // that place in turns.
       for (const turn of round % 2 === 0 ? turns : [...turns].reverse()) await turn();

@@ -2,7 +2,7 @@
 // bench measures, a route that runs exactly that endpoint's handler (the same SQL files, the same
 // parameters, the same view, so the same bytes) for the bench's key, with no authentication,
 // scope check, pool thread, request log or audit hand-off. A write's change runs in its transaction
-// without its audit_outbox row (that statement is not sent) and without the job requested after
+// without its audit_outbox row (that statement is taken out of its COMMIT's message) and without the job requested after
 // its commit (the job producer here sends nothing). Built from the same restify, pg and
 // certificate as the service. Usage: node bench/twins.ts <port> <database-url> <key secret>
 import { readFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import { responseJson, type CallerKey, type DomainRequest } from '../domain/requests.ts';
 import { hashSecret } from '../domain/secrets.ts';
 import { readConfig } from '../lib/config.ts';
-import { createPool, queryFile } from '../lib/pool.ts';
+import { createPool, queryFile, STATEMENT_SEPARATOR } from '../lib/pool.ts';
 import { createLogger } from '../lib/log.ts';
 import { ENDPOINTS } from '../workers/endpoints/registry.ts';
 
@@ -24,11 +24,12 @@ const log = createLogger('warn', 'twins', 2);
 const pool = createPool(readConfig({ DB_POOL_SIZE: '8' }), log, databaseUrl!, 8);
 /** Sends no job and writes no outbox row: a twin is the change without its audit hand-off. */
 const boss = { send: async () => null } as unknown as PgBoss;
+/** A COMMIT's message without the statements that hand events over. */
+const withoutHandOff = (text: string) => text.split(STATEMENT_SEPARATOR)
+  .filter((statement) => !statement.startsWith(`EXECUTE ${OUTBOX_INSERT}(`)).join(STATEMENT_SEPARATOR);
 pool.on('connect', (client) => {
   const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-  client.query = ((...args: unknown[]) => ((args[0] as { name?: string } | undefined)?.name === OUTBOX_INSERT
-    ? Promise.resolve({ rows: [], rowCount: 0 })
-    : query(...args))) as typeof client.query;
+  client.query = ((first: unknown, ...rest: unknown[]) => query(typeof first === 'string' ? withoutHandOff(first) : first, ...rest)) as typeof client.query;
 });
 const services = { pool, db: pool, boss, log };
 const tls = { cert: readFileSync(process.env.TLS_CERT_FILE!), key: readFileSync(process.env.TLS_KEY_FILE!) };

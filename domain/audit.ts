@@ -1,9 +1,11 @@
 // The audit trail's write side: a change hands its event over as a row of audit_outbox in its own
-// transaction (the id is fixed then), and the `audit.drain` job moves the rows into `events`,
-// numbered and chained, in batches, each exactly once.
+// transaction (the id is fixed then; the row is written in the COMMIT's own message), and the
+// `audit.drain` job moves the rows into `events`, numbered and chained, in batches, each exactly
+// once.
 import type pg from 'pg';
 import { newId } from '../lib/ids.ts';
 import { queryFile, withTransaction } from '../lib/pool.ts';
+import { fillTemplate, queryText } from '../lib/sql-files.ts';
 import { chainHash, GENESIS_HASH } from './audit-chain.ts';
 import { eventJson, eventView } from './events.ts';
 import { isDatabaseUnavailable } from './errors.ts';
@@ -19,17 +21,37 @@ export interface EventSpec {
   at: number;
 }
 
-/** The statement that hands an event over (the bench's twins leave it out: bench/twins.ts). */
-export const OUTBOX_INSERT = 'audit_outbox_insert';
+/**
+ * The prepared statement that hands an event over, run in its change's COMMIT message (the
+ * bench's twins leave it out: bench/twins.ts).
+ */
+export const OUTBOX_INSERT = 'pms_outbox_insert';
 /** The queue of the job that drains audit_outbox (workers/jobs/audit-drain.ts). */
 export const DRAIN_QUEUE = 'audit.drain' satisfies QueueName;
 
+/** The connections on which OUTBOX_INSERT is prepared (a prepared statement outlives a rollback). */
+const prepared = new WeakSet<pg.PoolClient>();
+
 export async function recordEvent(tx: Tx, actor: Actor, spec: EventSpec): Promise<string> {
   const id = newId('evnt');
-  await queryFile(tx.client, OUTBOX_INSERT, [
-    id, spec.projectId, spec.type, spec.related.table, spec.related.id, actor.origin, actor.keyId ?? null, actor.ip,
-    JSON.stringify(spec.details ?? []), spec.at,
-  ]);
+  if (!Number.isSafeInteger(spec.at)) throw new Error(`event time is not whole seconds: ${spec.at}`);
+  if (!prepared.has(tx.client)) {
+    await tx.client.query(queryText('audit_outbox_prepare'));
+    prepared.add(tx.client);
+  }
+  const literal = (value: string | null) => (value === null ? 'NULL' : tx.client.escapeLiteral(value));
+  tx.commitAfter(fillTemplate('audit_outbox_insert', {
+    id: literal(id),
+    project: literal(spec.projectId),
+    type: literal(spec.type),
+    table: literal(spec.related.table),
+    related: literal(spec.related.id),
+    origin: literal(actor.origin),
+    actor: literal(actor.keyId ?? null),
+    ip: literal(actor.ip),
+    details: literal(JSON.stringify(spec.details ?? [])),
+    at: String(spec.at),
+  }));
   tx.requestJob(DRAIN_QUEUE);
   return id;
 }

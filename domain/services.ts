@@ -22,7 +22,10 @@ export interface Tx {
   send<N extends QueueName>(queue: N, data: JobPayloads[N], options?: { singletonKey?: string }): Promise<void>;
   /** Once the change commits, a job on `queue`, whose work the change left in its own rows. */
   requestJob(queue: QueueName): void;
-  /** A statement run last, in the COMMIT's own message (lib/pool.ts TransactionEnd); its error rolls the change back. */
+  /**
+   * A statement run at the end, in the COMMIT's own message (lib/pool.ts TransactionEnd), after
+   * those given before it; its error rolls the change back.
+   */
   commitAfter(statement: string): void;
 }
 
@@ -40,7 +43,7 @@ export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>):
       requested.add(queue);
     },
     commitAfter(statement) {
-      end.lastStatement = statement;
+      end.statements.push(statement);
     },
   }));
   for (const queue of woken) wakeWorkers(services.pool, queue);

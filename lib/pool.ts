@@ -84,13 +84,17 @@ export async function queryFile<T extends object = Record<string, unknown>>(db: 
 }
 
 /**
- * How a transaction ends: `lastStatement`, when set, is sent in its COMMIT's message (simple query
- * protocol: literals written into its text), so a row it locks is held for no round trip to the
- * client; its error skips the COMMIT and rolls the transaction back.
+ * How a transaction ends: its `statements`, in order, are sent in its COMMIT's message (simple
+ * query protocol: literals written into their text, joined by STATEMENT_SEPARATOR), so they cost
+ * no round trip of their own and a row they lock is held for none; an error among them skips the
+ * COMMIT and rolls the transaction back.
  */
 export interface TransactionEnd {
-  lastStatement?: string;
+  statements: string[];
 }
+
+/** What separates the statements of a COMMIT's message. */
+export const STATEMENT_SEPARATOR = '\n;\n';
 
 export async function withTransaction<T>(db: Database, fn: (client: pg.PoolClient, end: TransactionEnd) => Promise<T>): Promise<T> {
   const client = await db.connect();
@@ -98,9 +102,9 @@ export async function withTransaction<T>(db: Database, fn: (client: pg.PoolClien
   try {
     if (db.begin) await db.begin(client);
     else await client.query('BEGIN');
-    const end: TransactionEnd = {};
+    const end: TransactionEnd = { statements: [] };
     const value = await fn(client, end);
-    await client.query(end.lastStatement === undefined ? 'COMMIT' : `${end.lastStatement}\n;\nCOMMIT`);
+    await client.query(end.statements.length === 0 ? 'COMMIT' : [...end.statements, 'COMMIT'].join(STATEMENT_SEPARATOR));
     return value;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => { broken = true; });

@@ -96,6 +96,25 @@ test('a PATCH that renames and publishes records one app.updated and one app.pub
   assert.deepEqual(only(list, 'app.updated')[0].details, { changes: { name: { from: 'before', to: 'after' } } });
 });
 
+test('an event holds exactly the text of its change, whatever SQL or escapes the text spells', async () => {
+  // The event's row is written in the COMMIT's message with its values quoted into the text.
+  const p = await service.createProject('Quoted text');
+  const names = [
+    "O'Brien's \\app\\", "a\n;\nCOMMIT;\nDROP TABLE audit_outbox; --", "$1 {{id}} E'\\x00' $$ \\\\'", '\u{1F680} \u00e9\u200d\u2028 "quoted"',
+  ];
+  const app = await createApp(service, p.key, { name: names[0]!, description: names[1]! });
+  for (const [i, name] of names.slice(1).entries()) assertSuccess(await patch(p, app.id, { name, description: names[i]! }));
+  const list = await appEvents(p);
+  assert.deepEqual(only(list, 'app.created')[0].details.name, names[0]);
+  const renames = only(list, 'app.updated').sort((a, b) => a.sequence - b.sequence).map((e) => e.details.changes);
+  assert.deepEqual(renames, names.slice(1).map((to, i) => ({
+    name: { from: names[i], to },
+    ...(i === 0 ? { description: { from: names[1], to: names[0] } } : { description: { from: names[i - 1], to: names[i] } }),
+  })));
+  const total = (await events(service, p.key)).length;
+  assert.deepEqual(await workspaceOk(service, ['events', 'verify', p.projectId]), { project: { id: p.projectId }, events: total, verified: true });
+});
+
 test('workspace changes record app.logo_changed, app.activated and plan.changed, origin workspace', async () => {
   const p = await service.createProject('Workspace events');
   const app = await createApp(service, p.key, { status: 'draft' });
