@@ -33,7 +33,7 @@ if (!other) {
   process.exit(2);
 }
 
-/** The apps PATCH goes round, one per connection (bench/run.ts). */
+/** The body of the apps PATCH goes round (as many as connections, as bench/run.ts does). */
 const APP_BODY = {
   name: 'Side app', description: 'Summarizes a text', category: 'summarization',
   data: [{ type: 'text area', name: 'text', placeholder: 'Paste', required: true }],

@@ -24,9 +24,13 @@ const log = createLogger('warn', 'twins', 2);
 const pool = createPool(readConfig({ DB_POOL_SIZE: '8' }), log, databaseUrl!, 8);
 /** Sends no job and writes no outbox row: a twin is the change without its audit hand-off. */
 const boss = { send: async () => null } as unknown as PgBoss;
-/** A COMMIT's message without the statements that hand events over. */
-const withoutHandOff = (text: string) => text.split(STATEMENT_SEPARATOR)
-  .filter((statement) => !statement.startsWith(`EXECUTE ${OUTBOX_INSERT}(`)).join(STATEMENT_SEPARATOR);
+/**
+ * A COMMIT's message without the statements that hand events over. Matched whole, literal by
+ * literal, as pg's escapeLiteral writes them (quotes always doubled inside, with or without the E
+ * prefix), so no text inside a literal can end or start one.
+ */
+const HAND_OFF = new RegExp(String.raw`EXECUTE ${OUTBOX_INSERT}\((?:\s*(?:E?'(?:[^']|'')*'|NULL|-?\d+)\s*,?)*\)\s*${STATEMENT_SEPARATOR}`, 'g');
+const withoutHandOff = (text: string) => text.replace(HAND_OFF, '');
 pool.on('connect', (client) => {
   const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
   client.query = ((first: unknown, ...rest: unknown[]) => query(typeof first === 'string' ? withoutHandOff(first) : first, ...rest)) as typeof client.query;

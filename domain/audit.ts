@@ -29,16 +29,26 @@ export const OUTBOX_INSERT = 'pms_outbox_insert';
 /** The queue of the job that drains audit_outbox (workers/jobs/audit-drain.ts). */
 export const DRAIN_QUEUE = 'audit.drain' satisfies QueueName;
 
-/** The connections on which OUTBOX_INSERT is prepared (a prepared statement outlives a rollback). */
-const prepared = new WeakSet<pg.PoolClient>();
+/**
+ * OUTBOX_INSERT's PREPARE on each connection, sent once (a prepared statement outlives a
+ * rollback); forgotten if it fails, so the next change on the connection sends it again.
+ */
+const prepared = new WeakMap<pg.PoolClient, Promise<unknown>>();
+
+function prepareHandOff(client: pg.PoolClient): Promise<unknown> {
+  let done = prepared.get(client);
+  if (!done) {
+    done = client.query(queryText('audit_outbox_prepare'));
+    done.catch(() => prepared.delete(client));
+    prepared.set(client, done);
+  }
+  return done;
+}
 
 export async function recordEvent(tx: Tx, actor: Actor, spec: EventSpec): Promise<string> {
   const id = newId('evnt');
   if (!Number.isSafeInteger(spec.at)) throw new Error(`event time is not whole seconds: ${spec.at}`);
-  if (!prepared.has(tx.client)) {
-    await tx.client.query(queryText('audit_outbox_prepare'));
-    prepared.add(tx.client);
-  }
+  await prepareHandOff(tx.client);
   const literal = (value: string | null) => (value === null ? 'NULL' : tx.client.escapeLiteral(value));
   tx.commitAfter(fillTemplate('audit_outbox_insert', {
     id: literal(id),
