@@ -9,7 +9,8 @@
 // Each project first gets SIDE_KEYS (110) keys, and so as many events, for pages of a realistic
 // size. Beside each throughput, the CPU each request cost (bench/cpu.ts): by the web process's
 // threads, by the worker process (which drains the writes' events), by PostgreSQL, and by the
-// whole machine (the load generator included).
+// whole machine (the load generator included); and each round's this / other, whose spread says
+// how large a difference the run can tell from noise.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -184,16 +185,22 @@ try {
   for (const [p, load] of loads) {
     const cost = { r2: new Cost(r2.pid), here: new Cost(here.webPid, here.workerPid), there: new Cost(there.webPid, there.workerPid) };
     const turns = [() => cost.here.measure(() => requests(here.base, load, here)), () => cost.there.measure(() => requests(there.base, load, there))];
+    const roundRatios: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       await cost.r2.measure(() => requests(`https://127.0.0.1:${r2Port}`, r2Load));
+      const before = { here: cost.here.requests, there: cost.there.requests };
       // Whichever build ran right after R2 came out slower than the other (README): the two take
       // that place in turns.
       for (const turn of round % 2 === 0 ? turns : [...turns].reverse()) await turn();
+      roundRatios.push((cost.here.requests - before.here) / (cost.there.requests - before.there));
     }
     const total = { r2: cost.r2.requests, here: cost.here.requests, there: cost.there.requests };
     const perS = (n: number) => Math.round(n / (ROUNDS * SECONDS));
     console.log(`${p}: R2 ${perS(total.r2)}/s, this ${perS(total.here)}/s (${(total.here / total.r2).toFixed(2)}x R2), `
       + `other ${perS(total.there)}/s (${(total.there / total.r2).toFixed(2)}x R2); this / other ${(total.here / total.there).toFixed(3)}`);
+    // How far one round's ratio strays from the next: a difference inside this spread is noise.
+    const sorted = [...roundRatios].sort((a, b) => a - b);
+    console.log(`  this / other by round: ${roundRatios.map((r) => r.toFixed(3)).join(' ')} (${sorted[0]!.toFixed(3)}-${sorted.at(-1)!.toFixed(3)})`);
     if (CPU_COUNTED) {
       console.log(`  CPU us per request: R2 ${cost.r2.perRequest()}\n    this ${cost.here.perRequest()}\n    other ${cost.there.perRequest()}`);
     }
