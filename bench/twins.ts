@@ -25,11 +25,13 @@ const pool = createPool(readConfig({ DB_POOL_SIZE: '8' }), log, databaseUrl!, 8)
 /** Sends no job and writes no outbox row: a twin is the change without its audit hand-off. */
 const boss = { send: async () => null } as unknown as PgBoss;
 /**
- * A COMMIT's message without the statements that hand events over. Matched whole, literal by
- * literal, as pg's escapeLiteral writes them (quotes always doubled inside, with or without the E
- * prefix), so no text inside a literal can end or start one.
+ * A COMMIT's message without the statements that hand events over: each matched whole, from the
+ * message's start or a separator, literal by literal as pg's escapeLiteral writes them (quotes
+ * always doubled inside, with or without the E prefix), so a quote or a separator inside a value
+ * does not end the match early.
  */
-const HAND_OFF = new RegExp(String.raw`EXECUTE ${OUTBOX_INSERT}\((?:\s*(?:E?'(?:[^']|'')*'|NULL|-?\d+)\s*,?)*\)\s*${STATEMENT_SEPARATOR}`, 'g');
+const HAND_OFF_VALUE = String.raw`(?:E?'(?:[^']|'')*'|NULL|-?\d+)`;
+const HAND_OFF = new RegExp(String.raw`(?<=^|${STATEMENT_SEPARATOR})EXECUTE ${OUTBOX_INSERT}\(\s*${HAND_OFF_VALUE}(?:\s*,\s*${HAND_OFF_VALUE})*\s*\)\s*${STATEMENT_SEPARATOR}`, 'g');
 const withoutHandOff = (text: string) => text.replace(HAND_OFF, '');
 pool.on('connect', (client) => {
   const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
