@@ -14,7 +14,7 @@ import pg from 'pg';
 import { procfileArgs } from '../lib/procfile.ts';
 import { Children, finished } from './children.ts';
 import { agent, call } from './http.ts';
-import { certificateFiles, createReferenceTable } from './setup.ts';
+import { APP_BODY, certificateFiles, createReferenceTable } from './setup.ts';
 import { startEmbedded } from '../lib/embedded-server.ts';
 import { createLogger } from '../lib/log.ts';
 import { StartupError } from '../lib/startup-error.ts';
@@ -211,14 +211,6 @@ async function streamsPart(env: Record<string, string>, db: pg.Pool, projectId: 
     await finished(web);
   }
 }
-
-const APP_BODY = {
-  name: 'Bench app',
-  description: 'Summarizes a text',
-  category: 'summarization',
-  data: [{ type: 'text area', name: 'text', placeholder: 'Paste', required: true }],
-  instruction: [{ type: 'system', instruction: 'Summarize the text.' }],
-};
 
 async function main(): Promise<number> {
   const scratch = mkdtempSync(path.join(tmpdir(), 'pms-bench-'));

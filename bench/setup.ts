@@ -1,5 +1,5 @@
 // What the bench's servers need before they start, for every script that starts them (run.ts,
-// serve.ts, side-by-side.ts): a certificate on disk, and R2's table.
+// serve.ts, side-by-side.ts): a certificate on disk, and R2's table; and the app the writes create.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
@@ -13,6 +13,15 @@ export async function certificateFiles(dir: string): Promise<{ TLS_CERT_FILE: st
   writeFileSync(files.TLS_KEY_FILE, tls.key);
   return files;
 }
+
+/** The app the bench creates (POST /v1/app/create, and the apps PATCH goes round). */
+export const APP_BODY = {
+  name: 'Bench app',
+  description: 'Summarizes a text',
+  category: 'summarization',
+  data: [{ type: 'text area', name: 'text', placeholder: 'Paste', required: true }],
+  instruction: [{ type: 'system', instruction: 'Summarize the text.' }],
+};
 
 /** The table R2 selects from (bench/reference.ts), once per database. */
 export async function createReferenceTable(db: Pick<pg.Client, 'query'>): Promise<void> {

@@ -22,7 +22,7 @@ import { freePort } from '../test/support/ports.ts';
 import { finished } from './children.ts';
 import { CPU_COUNTED, cpuBetween, machineCpu, postgresCpu, threadsCpu } from './cpu.ts';
 import { agent, call } from './http.ts';
-import { certificateFiles, createReferenceTable } from './setup.ts';
+import { APP_BODY, certificateFiles, createReferenceTable } from './setup.ts';
 
 const CONNECTIONS = 32;
 const ROUNDS = Number(process.env.SIDE_ROUNDS ?? 6);
@@ -33,13 +33,6 @@ if (!other) {
   process.stderr.write('usage: npm run -s bench:side-by-side -- <other checkout> [GET path | "POST /v1/key" | "POST /v1/app/create" | "PATCH /v1/app/detail" ...]\n');
   process.exit(2);
 }
-
-/** The body of the apps PATCH goes round (as many as connections, as bench/run.ts does). */
-const APP_BODY = {
-  name: 'Side app', description: 'Summarizes a text', category: 'summarization',
-  data: [{ type: 'text area', name: 'text', placeholder: 'Paste', required: true }],
-  instruction: [{ type: 'system', instruction: 'Summarize the text.' }],
-};
 
 /** One of the measured requests: its method and path, and what it sends (n counts a server's requests). */
 interface Load {

@@ -104,7 +104,7 @@ export async function withTransaction<T>(db: Database, fn: (client: pg.PoolClien
     else await client.query('BEGIN');
     const end: TransactionEnd = { statements: [] };
     const value = await fn(client, end);
-    await client.query(end.statements.length === 0 ? 'COMMIT' : [...end.statements, 'COMMIT'].join(STATEMENT_SEPARATOR));
+    await client.query([...end.statements, 'COMMIT'].join(STATEMENT_SEPARATOR));
     return value;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => { broken = true; });

@@ -102,15 +102,19 @@ test('an event holds exactly the text of its change, whatever SQL or escapes the
   const names = [
     "O'Brien's \\app\\", "a\n;\nCOMMIT;\nDROP TABLE audit_outbox; --", "$1 {{id}} E'\\x00' $$ \\\\'", '\u{1F680} \u00e9\u200d\u2028 "quoted"',
   ];
-  const app = await createApp(service, p.key, { name: names[0]!, description: names[1]! });
-  for (const [i, name] of names.slice(1).entries()) assertSuccess(await patch(p, app.id, { name, description: names[i]! }));
+  let current = { name: names[0]!, description: names[1]! };
+  const app = await createApp(service, p.key, current);
+  const expected = [];
+  for (const [i, name] of names.slice(1).entries()) {
+    const next = { name, description: names[i]! };
+    assertSuccess(await patch(p, app.id, next));
+    expected.push({ name: { from: current.name, to: next.name }, description: { from: current.description, to: next.description } });
+    current = next;
+  }
   const list = await appEvents(p);
   assert.deepEqual(only(list, 'app.created')[0].details.name, names[0]);
   const renames = only(list, 'app.updated').sort((a, b) => a.sequence - b.sequence).map((e) => e.details.changes);
-  assert.deepEqual(renames, names.slice(1).map((to, i) => ({
-    name: { from: names[i], to },
-    ...(i === 0 ? { description: { from: names[1], to: names[0] } } : { description: { from: names[i - 1], to: names[i] } }),
-  })));
+  assert.deepEqual(renames, expected);
   const total = (await events(service, p.key)).length;
   assert.deepEqual(await workspaceOk(service, ['events', 'verify', p.projectId]), { project: { id: p.projectId }, events: total, verified: true });
 });
