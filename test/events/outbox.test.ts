@@ -154,3 +154,21 @@ test('an event the drain could not write fails its own change, and leaves nothin
   assert.equal((await drainOutbox(idle.db)).written, 1, 'the events behind it are written');
   assert.deepEqual((await trail(idle.db, p.projectId)).related.slice(2), after);
 });
+
+test('two events handed over at once on a new connection both commit: the hand-off is prepared once', async () => {
+  // On a connection that has never handed an event over, both wait on one PREPARE; sending it
+  // twice would fail the change (the statement already exists).
+  const fresh = new pg.Pool({ connectionString: idle.databaseUrl, max: 1 });
+  try {
+    const p = await idle.createProject('Concurrent hand-off');
+    await drainOutbox(idle.db);
+    const ids = [newId('papi'), newId('papi')];
+    await change({ ...idle.services, pool: fresh, db: fresh }, (tx) => Promise.all(ids.map((id) => recordEvent(tx, WORKSPACE, {
+      projectId: p.projectId, type: 'plan.changed', related: { table: 'key', id }, at: nowSeconds(),
+    }))));
+    assert.equal((await drainOutbox(idle.db)).written, 2);
+    assert.deepEqual((await trail(idle.db, p.projectId)).related.slice(-2), ids);
+  } finally {
+    await fresh.end();
+  }
+});
