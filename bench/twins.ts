@@ -64,9 +64,9 @@ for (const endpoint of Object.values(ENDPOINTS)) {
       const request = requestOf(req, text ? JSON.parse(text) : {});
       // As for a key the service knows from memory: the endpoint's own statements, without the
       // key check (GET /v1/key/current's read of the key is that check: the twin makes it too).
-      const result = endpoint.runs === 'inline'
+      const result = endpoint === ENDPOINTS.keyCurrent
         ? endpoint.handler(new KeyCheckedDatabase(pool, caller!.id), request)
-        : endpoint.handler(services, request);
+        : endpoint.runs === 'inline' ? endpoint.handler(pool, request) : endpoint.handler(services, request);
       // The service's own envelope writer: the same bytes, the same two headers.
       result.then((done) => sendSerializedEnvelope(res, done.status, responseJson(done)), () => sendSerializedEnvelope(res, 503, '"twin failed"'))
         .finally(() => next(false));

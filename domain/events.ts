@@ -1,10 +1,9 @@
 // The audit trail's read side (api.md 4.3): the newest 100, and one by id.
 import { isId } from '../lib/ids.ts';
-import { queryFile } from '../lib/pool.ts';
+import { queryFile, type Database } from '../lib/pool.ts';
 import { errors } from './errors.ts';
 import { list, listJson, okJson, type DomainRequest } from './requests.ts';
 import { EVENT_TYPES, type Origin } from './jobs.ts';
-import type { Services } from './services.ts';
 
 const FEED_SIZE = 100;
 
@@ -52,15 +51,15 @@ export const eventJson = (event: EventObject, hash: string | null): string => JS
 // Reads answer each event's JSON as the audit writer stored it (sql/migrations/0012): an event
 // never changes after it is written, so it is not built again for every reader.
 
-export async function listEvents(services: Services, req: DomainRequest) {
-  const [page] = await queryFile<{ total: number | string; data: string | null }>(services.db, 'event_list', [req.caller.project_id, FEED_SIZE]);
+export async function listEvents(db: Database, req: DomainRequest) {
+  const [page] = await queryFile<{ total: number | string; data: string | null }>(db, 'event_list', [req.caller.project_id, FEED_SIZE]);
   return okJson<ReturnType<typeof list<EventObject>>>(listJson(page!.data ?? '[]', Number(page!.total)));
 }
 
-export async function getEvent(services: Services, req: DomainRequest) {
+export async function getEvent(db: Database, req: DomainRequest) {
   const id = req.params.event_id ?? '';
   if (!isId('evnt', id)) throw errors.eventNotFound();
-  const [row] = await queryFile<{ body: string }>(services.db, 'event_find', [id, req.caller.project_id]);
+  const [row] = await queryFile<{ body: string }>(db, 'event_find', [id, req.caller.project_id]);
   if (!row) throw errors.eventNotFound();
   return okJson<EventObject>(row.body);
 }

@@ -1,5 +1,5 @@
 import { listEvents } from '../../domain/events.ts';
-import type { PoolEndpoint } from './endpoint.ts';
+import type { InlineEndpoint } from './endpoint.ts';
 import { list, ref } from './schemas.ts';
 
 export const eventList = {
@@ -7,8 +7,8 @@ export const eventList = {
   path: '/v1/event',
   scope: 'event:read',
   summary: "The project's newest 100 events, newest first, with the total count.",
-  runs: 'pool',
+  runs: 'inline',
   success: { status: 200, schema: list(ref('Event')) },
   errors: [],
   handler: listEvents,
-} as const satisfies PoolEndpoint;
+} as const satisfies InlineEndpoint;
