@@ -40,6 +40,9 @@ export type Verdict =
  * for each to the event its columns make, byte for byte; names the first sequence that breaks.
  */
 export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Verdict> {
+  // The head is read before the walk: events written meanwhile lie beyond it, and are walked too.
+  const [head] = await queryFile<{ last_sequence: number; last_hash: string | null }>(pool, 'event_chain_head', [projectId]);
+  const headSequence = Number(head!.last_sequence);
   let previous = GENESIS_HASH;
   let expected = 1;
   for await (const row of chainOf(pool, projectId)) {
@@ -48,9 +51,13 @@ export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Ver
     const hash = chainHash(previous, event);
     if (event.hash !== hash) return { events: expected - 1, verified: false, sequence: expected, reason: 'its hash does not match its content and the previous hash' };
     if (!answersAs(row.body, event)) return { events: expected - 1, verified: false, sequence: expected, reason: 'the JSON the API answers for it does not match its content' };
+    if (expected === headSequence && head!.last_hash !== hash) {
+      return { events: expected - 1, verified: false, sequence: expected, reason: "its hash is not the one the chain's head recorded" };
+    }
     previous = hash;
     expected++;
   }
+  if (expected <= headSequence) return { events: expected - 1, verified: false, sequence: expected, reason: `sequence ${expected} is missing` };
   return { events: expected - 1, verified: true };
 }
 

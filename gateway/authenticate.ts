@@ -2,9 +2,10 @@
 // where its request reaches the database (known-keys.ts); any other by one query on the SHA-256
 // of the secret. Unknown, revoked and disabled keys all come back as no row and get the
 // identical 403; an expired key gets 401 from the second its expires_at passes. A bearer value
-// that is not a secret's shape, or whose checksum fails, gets the same 403 without the query. An
-// address past its budget of refusals gets 429 without the query (refusal-throttle.ts). The last
-// use is written at most once a minute, off the request's path.
+// that is not a secret's shape, or whose checksum fails, gets the same 403 without the query, and
+// is a refusal like any other: it spends its address's budget. An address past its budget of
+// refusals gets 429 without the query (refusal-throttle.ts). The last use is written at most once
+// a minute, off the request's path.
 import type pg from 'pg';
 import { errors, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
@@ -14,7 +15,8 @@ import { errorFields, type Logger } from '../lib/log.ts';
 import type { KnownKeys } from './known-keys.ts';
 import { releaseAddress } from './pipelining.ts';
 import { RefusalThrottle } from './refusal-throttle.ts';
-import type { Handler } from './types.ts';
+import type { Response } from 'restify';
+import type { GatewayRequest, Handler, Next } from './types.ts';
 
 const BEARER = 'Bearer ';
 /** Paths answered without a key, outside /v1/: the process's health and the API's description. */
@@ -46,13 +48,36 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
     });
   }
 
+  /**
+   * Takes one of the address's refusals ahead of a refusal or a lookup (given back if the lookup
+   * finds the key usable); past the budget, answers 429 and returns true.
+   */
+  function overBudget(req: GatewayRequest, res: Response, next: Next): boolean {
+    const waitSeconds = throttle.admit(req.clientIp);
+    if (waitSeconds === 0) return false;
+    // Held a while before it is answered: a guesser's connection, waiting for its answer, sends
+    // its next guess that much later, and the process serves its honest clients meanwhile.
+    const answer = () => next(errors.tooManyRefusals(waitSeconds));
+    if (refusalDelayMs > 0) {
+      // Waiting is no work: the address's other requests go on (the connection stays held).
+      releaseAddress(res);
+      setTimeout(answer, refusalDelayMs);
+    } else {
+      answer();
+    }
+    return true;
+  }
+
   return function authenticateKey(req, res, next) {
     if (PUBLIC_PATHS.has(req.getPath())) return next();
     const header = req.headers.authorization;
     if (typeof header !== 'string' || !header.startsWith(BEARER)) return next(errors.noKey());
     const secret = header.slice(BEARER.length);
     // Not a secret's shape, or its checksum fails: the unknown key's answer, without a lookup.
-    if (!couldBeSecret(secret)) return next(errors.keyRefused());
+    if (!couldBeSecret(secret)) {
+      if (!overBudget(req, res, next)) next(errors.keyRefused());
+      return;
+    }
     const hash = hashSecret(secret);
     const hashKey = hash.toString('base64');
     req.callerHash = hashKey;
@@ -63,20 +88,7 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
       noteUse(recognised);
       return next();
     }
-    const waitSeconds = throttle.admit(req.clientIp);
-    if (waitSeconds > 0) {
-      // Held a while before it is answered: a guesser's connection, waiting for its answer, sends
-      // its next guess that much later, and the process serves its honest clients meanwhile.
-      const answer = () => next(errors.tooManyRefusals(waitSeconds));
-      if (refusalDelayMs > 0) {
-        // Waiting is no work: the address's other requests go on (the connection stays held).
-        releaseAddress(res);
-        setTimeout(answer, refusalDelayMs);
-      } else {
-        answer();
-      }
-      return;
-    }
+    if (overBudget(req, res, next)) return;
     queryFile<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
       const refused = refusal(row);
       if (refused) return next(refused);

@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import canonicalize from 'canonicalize';
 import { backfillChains, chainHash, GENESIS_HASH, verifyChain } from '../../domain/audit-chain.ts';
 import { writeEvents } from '../../domain/audit.ts';
+import { eventJson, eventView } from '../../domain/events.ts';
 import type { AuditJob } from '../../domain/jobs.ts';
 import { newId } from '../../lib/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
@@ -121,6 +122,33 @@ test('an event edited in the database breaks the chain at its sequence', async (
     { events: 2, verified: false, sequence: 3, reason: 'its hash does not match its content and the previous hash' });
   await service.db.query('DELETE FROM events WHERE project_id = $1 AND sequence = 3', [p.projectId]);
   assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 2, verified: false, sequence: 3, reason: 'sequence 3 is missing' });
+});
+
+test('the chain is held to the head the writer keeps: events deleted from its end, or a chain rewritten whole, are caught', async () => {
+  const p = await project('Rewritten');
+  for (let i = 0; i < 3; i++) await secrets.key(service, p.key, { name: `key ${i}`, scope: ['key:read'] });
+  await service.waitForEvents(p.projectId, 5);
+  await service.waitForJobsDrained();
+  assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 5, verified: true });
+
+  // Event 3 rewritten, and every hash from it on recomputed, as one who knows the rule would: each
+  // event agrees with the one before it, and only the head the writer recorded tells.
+  const { rows } = await service.db.query('SELECT * FROM event_view WHERE project_id = $1 ORDER BY sequence', [p.projectId]);
+  let previous = rows[1].hash as string;
+  for (const row of rows.slice(2)) {
+    const event = eventView(Number(row.sequence) === 3 ? { ...row, details: { name: 'someone else', scope: ['key:read'], expires_at: null } } : row);
+    previous = chainHash(previous, event);
+    await service.db.query('UPDATE events SET details = $2, hash = $3, body = $4 WHERE id = $1',
+      [row.id, JSON.stringify(event.details), previous, eventJson(event, previous)]);
+  }
+  assert.deepEqual(await verifyChain(service.db, p.projectId),
+    { events: 4, verified: false, sequence: 5, reason: "its hash is not the one the chain's head recorded" });
+  const answered = (await service.request('GET', '/v1/event', { key: p.key })).body.response.data;
+  assert.equal(clientVerifies(answered), true, 'a chain rewritten whole still verifies on its own: the head is what catches it');
+
+  // The newest event deleted: nothing before it breaks, but the head says the chain goes on to 5.
+  await service.db.query('DELETE FROM events WHERE project_id = $1 AND sequence = 5', [p.projectId]);
+  assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 4, verified: false, sequence: 5, reason: 'sequence 5 is missing' });
 });
 
 test('an event whose stored JSON (what the API answers) was edited breaks the chain at its sequence', async () => {

@@ -457,6 +457,31 @@ describe('guessing keys: refused authentications are throttled per address', () 
     assertError(await service.request('GET', '/v1/key/current', { key: second.key }), 429, MESSAGES.tooManyRefusals, 'revoked, forgotten');
   });
 
+  test('a value that cannot be a secret (another shape, a wrong checksum) is refused without a lookup and spends the budget like a guess', async (t) => {
+    const strict = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: '2', AUTH_REFUSAL_DELAY_MS: '0' } });
+    const counter = await LookupCounter.open(strict.databaseUrl);
+    try {
+      const own = await strict.createProject();
+      assertSuccess(await strict.request('GET', '/v1/key/current', { key: own.key }), 200);
+      // The secret's last character is part of its checksum: another one breaks it.
+      const wrongChecksum = `${own.key.slice(0, -1)}${own.key.endsWith('A') ? 'B' : 'A'}`;
+      const before = counter.available ? await counter.count() : 0;
+      assertError(await strict.request('GET', '/v1/key/current', { key: 'not-a-key' }), 403, MESSAGES.refused, 'another shape');
+      assertError(await strict.request('GET', '/v1/key/current', { key: wrongChecksum }), 403, MESSAGES.refused, 'a wrong checksum');
+      if (counter.available) assert.equal(await counter.count(), before, 'neither was looked up');
+      else t.diagnostic('pg_stat_statements is not available on this PostgreSQL: the lookup count was not checked');
+      for (const key of ['not-a-key', wrongChecksum, `sk-project-${'a'.repeat(43)}`]) {
+        const reply = await strict.request('GET', '/v1/key/current', { key });
+        assertError(reply, 429, MESSAGES.tooManyRefusals, `${key.slice(0, 16)}… past the budget of 2`);
+        assert.equal(reply.headers['retry-after'], '30', 'Retry-After: seconds until the budget allows one more');
+      }
+      assertSuccess(await strict.request('GET', '/v1/key/current', { key: own.key }), 200);
+    } finally {
+      await counter.close();
+      await strict.stop();
+    }
+  });
+
   test('behind a trusted proxy the budget is per forwarded client address; a 429 is held a second before it is answered', async () => {
     const proxied = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: '1', TRUST_PROXY: 'true' } });
     try {
