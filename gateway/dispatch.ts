@@ -16,7 +16,8 @@ import { parseJsonObject } from './json-body.ts';
 import type { KnownKeys } from './known-keys.ts';
 import { releaseAddress } from './pipelining.ts';
 import type { Refusals } from './refusals.ts';
-import type { GatewayRequest, Handler } from './types.ts';
+import type { Response } from 'restify';
+import type { GatewayRequest, Handler, Next } from './types.ts';
 
 const WORKER_FILE = new URL('../workers/pool/task.ts', import.meta.url).href;
 const BODY_METHODS = new Set(['POST', 'PATCH']);
@@ -102,6 +103,12 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       }), (err: unknown) => fail(req, res, err)).finally(() => next(false));
     };
   }
+  /** Past the queue bound, a request is answered 503 at once instead of waiting its turn. */
+  const shed = (req: GatewayRequest, res: Response, next: Next, what: string) => {
+    log.warn({ requestId: req.requestId }, `${what} full, shedding load`);
+    fail(req, res, errors.unavailable());
+    next(false);
+  };
   return function runEndpoint(req, res, next) {
     let request: DomainRequest;
     try {
@@ -110,16 +117,15 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       return next(err as ApiError);
     }
     if (endpoint.runs === 'inline') {
+      // The gateway's own pool also looks up the keys it does not know: an inline endpoint may
+      // queue on it no deeper than a pool endpoint may on its thread.
+      if (db.waitingCount >= maxQueued) return shed(req, res, next, 'gateway database pool');
       withKeyCheck(db, request, (checked) => endpoint.handler(checked, request)).then((result) => {
         sendSerializedEnvelope(res, result.status, responseJson(result));
       }, (err: unknown) => fail(req, res, err)).finally(() => next(false));
       return;
     }
-    if (pool.queueSize >= maxQueued) {
-      log.warn({ requestId: req.requestId }, 'worker queue full, shedding load');
-      fail(req, res, errors.unavailable());
-      return next(false);
-    }
+    if (pool.queueSize >= maxQueued) return shed(req, res, next, 'worker queue');
     pool.run({ endpoint: name as PoolEndpointName, request }).then((result) => {
       if (result.refusedKey) known.forget(req);
       if (result.status === 503) fail(req, res, errors.unavailable());

@@ -1,7 +1,8 @@
 // Slows down guessing: each client address has a budget of refused authentications (a token
 // bucket holding `perMinute`, refilled at perMinute/60 a second). Past it, a key that must be
-// looked up is refused with 429 without the lookup; a key this process knows (known-keys.ts)
-// never reaches the throttle, so an honest client behind the same address keeps working.
+// looked up, or a value that cannot be a secret, is refused with 429 without a lookup; a key this
+// process knows (known-keys.ts) never reaches the throttle, so an honest client behind the same
+// address keeps working.
 
 /** Addresses remembered at once; past it the oldest are forgotten (they start again with a full budget). */
 const MAX_ADDRESSES = 100_000;
@@ -23,10 +24,10 @@ export class RefusalThrottle {
   }
 
   /**
-   * Before a lookup: takes one of the address's refusals ahead, so that lookups in flight count
-   * too (a flood over many connections cannot pass more than the budget while its lookups are
-   * running). Returns 0 when the lookup may go ahead, else the seconds until the budget allows
-   * one more.
+   * Before a lookup, or a refusal made without one (a value that cannot be a secret): takes one of
+   * the address's refusals ahead, so that lookups in flight count too (a flood over many
+   * connections cannot pass more than the budget while its lookups are running). Returns 0 when
+   * the lookup or the refusal may go ahead, else the seconds until the budget allows one more.
    */
   admit(address: string, nowMs = Date.now()): number {
     if (this.capacity === 0) return 0;
