@@ -41,7 +41,7 @@ export type Verdict =
  */
 export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Verdict> {
   // The head is read before the walk: events written meanwhile lie beyond it, and are walked too.
-  const [head] = await queryFile<{ last_sequence: number; last_hash: string | null }>(pool, 'event_chain_head', [projectId]);
+  const [head] = await queryFile<{ last_sequence: number; last_hash: string | null }>(pool, 'event_chain_heads', [[projectId]]);
   const headSequence = Number(head!.last_sequence);
   let previous = GENESIS_HASH;
   let expected = 1;

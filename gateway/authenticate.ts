@@ -7,6 +7,7 @@
 // refusals gets 429 without the query (refusal-throttle.ts). The last use is written at most once
 // a minute, off the request's path.
 import type pg from 'pg';
+import type { Response } from 'restify';
 import { errors, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
 import { couldBeSecret, hashSecret } from '../domain/secrets.ts';
@@ -15,7 +16,6 @@ import { errorFields, type Logger } from '../lib/log.ts';
 import type { KnownKeys } from './known-keys.ts';
 import { releaseAddress } from './pipelining.ts';
 import { RefusalThrottle } from './refusal-throttle.ts';
-import type { Response } from 'restify';
 import type { GatewayRequest, Handler, Next } from './types.ts';
 
 const BEARER = 'Bearer ';

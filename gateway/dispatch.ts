@@ -2,6 +2,7 @@
 // inline, else by one message to a pool thread and one { status, json } back; then the envelope.
 import type pg from 'pg';
 import { Piscina } from 'piscina';
+import type { Response } from 'restify';
 import { withKeyCheck } from '../domain/key-check.ts';
 import { errors, type ApiError } from '../domain/errors.ts';
 import { responseJson, type DomainRequest, type SerializedResult } from '../domain/requests.ts';
@@ -16,7 +17,6 @@ import { parseJsonObject } from './json-body.ts';
 import type { KnownKeys } from './known-keys.ts';
 import { releaseAddress } from './pipelining.ts';
 import type { Refusals } from './refusals.ts';
-import type { Response } from 'restify';
 import type { GatewayRequest, Handler, Next } from './types.ts';
 
 const WORKER_FILE = new URL('../workers/pool/task.ts', import.meta.url).href;

@@ -111,12 +111,18 @@ test('expiry is attributed to the system', async () => {
   assert.deepEqual([expired.origin, expired.actor], ['system', { type: 'system', id: null }]);
 });
 
-test('an event edited in the database breaks the chain at its sequence', async () => {
-  const p = await project('Tampered');
+/** A project whose chain holds five events (its creation, its key, three keys made), verified whole. */
+async function projectOfFiveEvents(name: string): Promise<TestProject> {
+  const p = await project(name);
   for (let i = 0; i < 3; i++) await secrets.key(service, p.key, { name: `key ${i}`, scope: ['key:read'] });
   await service.waitForEvents(p.projectId, 5);
   await service.waitForJobsDrained();
   assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 5, verified: true });
+  return p;
+}
+
+test('an event edited in the database breaks the chain at its sequence', async () => {
+  const p = await projectOfFiveEvents('Tampered');
   await service.db.query(`UPDATE events SET details = '{"name":"someone else"}' WHERE project_id = $1 AND sequence = 3`, [p.projectId]);
   assert.deepEqual(await verifyChain(service.db, p.projectId),
     { events: 2, verified: false, sequence: 3, reason: 'its hash does not match its content and the previous hash' });
@@ -125,11 +131,7 @@ test('an event edited in the database breaks the chain at its sequence', async (
 });
 
 test('the chain is held to the head the writer keeps: events deleted from its end, or a chain rewritten whole, are caught', async () => {
-  const p = await project('Rewritten');
-  for (let i = 0; i < 3; i++) await secrets.key(service, p.key, { name: `key ${i}`, scope: ['key:read'] });
-  await service.waitForEvents(p.projectId, 5);
-  await service.waitForJobsDrained();
-  assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 5, verified: true });
+  const p = await projectOfFiveEvents('Rewritten');
 
   // Event 3 rewritten, and every hash from it on recomputed, as one who knows the rule would: each
   // event agrees with the one before it, and only the head the writer recorded tells.
