@@ -182,8 +182,8 @@ try {
     for (let round = 0; round < ROUNDS; round++) {
       await cost.r2.measure(() => requests(`https://127.0.0.1:${r2Port}`, r2Load));
       const before = { here: cost.here.requests, there: cost.there.requests };
-      // Whichever build ran right after R2 came out slower than the other (README): the two take
-      // that place in turns.
+      // Whichever build ran right after R2 came out slower than the other (docs/performance.md,
+      // "bench:side-by-side: its noise, and its CPU table"): the two take that place in turns.
       for (const turn of round % 2 === 0 ? turns : [...turns].reverse()) await turn();
       roundRatios.push((cost.here.requests - before.here) / (cost.there.requests - before.there));
     }
