@@ -1,11 +1,15 @@
 // What Node hands to events other than 'request': a request it could not parse (400), one whose
 // head or body did not arrive in time (408), CONNECT (405), and sockets that fail before HTTP
 // starts (a TLS handshake that errs or times out, a reset). The first three get the envelope;
-// every one of them is destroyed, so its descriptor is freed whatever the peer does.
-import type { Server } from 'node:http';
+// every one of them is destroyed, so its descriptor is freed whatever the peer does. And a request
+// Node parsed that restify cannot take (a Host header that names no host): 400 likewise.
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { Request } from 'restify';
 import { errors, type ApiError } from '../domain/errors.ts';
-import { sendEnvelopeOnSocket } from './envelope.ts';
+import { sendEnvelopeBeforeRestify, sendEnvelopeOnSocket } from './envelope.ts';
+
+type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** Whether a response has started on the socket: then nothing more can be written there. */
 function responseStarted(socket: Duplex): boolean {
@@ -31,4 +35,28 @@ export function answerClientErrors(server: Server, headers: Readonly<Record<stri
   // restify claims 'upgrade' for itself and then leaves the socket unanswered; without a listener
   // Node serves an Upgrade request as a plain one.
   server.removeAllListeners('upgrade');
+}
+
+/**
+ * restify makes each request's URL from its Host header with `new URL`, on a tick of its own and
+ * outside any handler, so a Host that names no host (`a b`, a port past 65535) would throw there
+ * and end the process. Such a request is answered before restify sees it, through restify's own
+ * parse, which it then reuses (the URL is kept on the request).
+ */
+export function refuseUnparsableUrls(server: Server, headers: Readonly<Record<string, string>>): void {
+  const listeners = server.listeners('request') as Listener[];
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (!urlParses(req)) return sendEnvelopeBeforeRestify(res, errors.malformedHttp(), headers);
+    for (const listener of listeners) listener.call(server, req, res);
+  });
+}
+
+function urlParses(req: IncomingMessage): boolean {
+  try {
+    (req as unknown as Request).getUrl();
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,6 @@
 // The one envelope writer: every response, success or failure, leaves through here.
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Response } from 'restify';
 import { ApiError, TITLES } from '../domain/errors.ts';
@@ -47,18 +48,37 @@ export function sendEnvelopeOnSocket(socket: Duplex, err: ApiError, headers: Rea
     socket.destroy();
     return;
   }
-  const body = JSON.stringify({ code: err.status, title: TITLES[err.status], response: err.message });
+  const body = errorBody(err);
   socket.end([
     `HTTP/1.1 ${err.status} ${TITLES[err.status]}`,
-    'Content-Type: application/json; charset=utf-8',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    `X-Request-Id: ${randomUUID()}`,
-    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
-    'Connection: close',
+    ...Object.entries(closingHeaders(body, headers)).map(([name, value]) => `${name}: ${value}`),
     '',
     body,
   ].join('\r\n'));
   // end() alone waits for the peer to read and to close its side; a peer that never does would
   // hold the descriptor for good.
   setTimeout(() => socket.destroy(), SOCKET_ANSWER_LINGER_MS).unref();
+}
+
+/**
+ * For a request Node parsed but restify cannot take (client-errors.ts): the same answer on its
+ * response, so that it keeps its place after the connection's earlier answers; then the connection
+ * closes.
+ */
+export function sendEnvelopeBeforeRestify(res: ServerResponse, err: ApiError, headers: Readonly<Record<string, string>>): void {
+  const body = errorBody(err);
+  res.writeHead(err.status, TITLES[err.status], closingHeaders(body, headers));
+  res.end(body);
+}
+
+const errorBody = (err: ApiError) => JSON.stringify({ code: err.status, title: TITLES[err.status], response: err.message });
+
+function closingHeaders(body: string, headers: Readonly<Record<string, string>>): Record<string, string> {
+  return {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    'X-Request-Id': randomUUID(),
+    ...headers,
+    Connection: 'close',
+  };
 }

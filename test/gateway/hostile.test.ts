@@ -134,6 +134,65 @@ describe('hardening headers', () => {
   });
 });
 
+describe('a Host header that names no host: 400, the connection closed, and the process serves on', () => {
+  // restify builds a request's URL from its Host header, and `new URL` throws on one that is not a
+  // host; that throw, on a tick of restify's own, used to end the process with every request and
+  // stream it held, for one anonymous request.
+  const INVALID_HOSTS = ['localhost:70000', 'a b', '[', 'exa%mple.com', 'host:port'];
+  let service: TestService;
+  let project: TestProject;
+
+  before(async () => {
+    service = await TestService.start({ jobWorkers: false });
+    project = await service.createProject();
+  });
+  after(() => service.stop());
+
+  for (const host of INVALID_HOSTS) {
+    test(`Host: ${host}, on a public path and with a key`, async () => {
+      for (const request of [
+        `GET /healthz HTTP/1.1\r\nHost: ${host}\r\n\r\n`,
+        `GET /v1/key HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${project.key}\r\n\r\n`,
+      ]) {
+        const { text } = await converse(service, [request]);
+        const [answer, ...more] = parseRaw(text);
+        assert.equal(answer?.status, 400, `${JSON.stringify(request)}: ${text}`);
+        assert.deepEqual(answer!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
+        assert.equal(answer!.headers.connection, 'close');
+        assertHardened(answer!, true, 'the 400');
+        assert.deepEqual(more, []);
+      }
+      assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200, 'the next request');
+    });
+  }
+
+  test('pipelined after a sound request, it is answered after that request\'s answer', async () => {
+    const { text } = await converse(service, [
+      `GET /v1/key/current HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${project.key}\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n`,
+    ]);
+    const answers = parseRaw(text);
+    assert.deepEqual(answers.map((a) => a.status), [200, 400], text);
+    assert.equal((answers[0]!.body as { response: { object: string } }).response.object, 'api_key');
+    assert.deepEqual(answers[1]!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
+  });
+
+  test('the plain listener answers it the same way', async () => {
+    const port = Number(new URL(service.httpUrl).port);
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write('GET /v1/key HTTP/1.1\r\nHost: a b\r\n\r\n'));
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    });
+    const [answer] = parseRaw(text);
+    assert.equal(answer?.status, 400, text);
+    assert.deepEqual(answer!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
+    assertHardened(answer!, false, 'the plain 400');
+    assert.equal((await service.plainRequest('GET', '/v1/key')).status, 301);
+  });
+});
+
 describe('requests that do not arrive in time: 408, then the connection is closed', () => {
   const HEADERS_TIMEOUT_MS = 600;
   const REQUEST_TIMEOUT_MS = 1500;
