@@ -90,13 +90,12 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       } catch (err) {
         return next(err as ApiError);
       }
-      if (streams.full) {
+      // restify answers 500 for a chain that ends before its response has begun: next comes after the head.
+      known.check(req).then(() => streams.open(req, res, query).then((opened) => {
+        if (opened) return releaseAddress(res);
         log.warn({ requestId: req.requestId }, 'event streams full, refusing another');
         fail(req, res, errors.unavailable());
-        return next(false);
-      }
-      // restify answers 500 for a chain that ends before its response has begun: next comes after the head.
-      known.check(req).then(() => streams.open(req, res, query).then(() => releaseAddress(res), (err: unknown) => {
+      }, (err: unknown) => {
         log.warn({ requestId: req.requestId, err: errorFields(err) }, 'event stream could not open');
         if (res.headersSent) res.destroy();
         else fail(req, res, errors.unavailable());

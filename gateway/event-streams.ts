@@ -60,6 +60,8 @@ function frame(row: StreamRow): string {
 export class EventStreams {
   private readonly feeds = new Map<string, Feed>();
   private readonly streams = new Set<Stream>();
+  /** Streams between their place taken and their head written (open). */
+  private opening = 0;
   private readonly pool: pg.Pool;
   private readonly databaseUrl: string;
   private readonly config: Config;
@@ -79,18 +81,21 @@ export class EventStreams {
     this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS).unref());
   }
 
-  get full(): boolean {
-    return this.streams.size >= this.config.maxEventStreams;
-  }
-
   /**
-   * Starts a stream for an authenticated request whose query has been checked; resolves once its
-   * head is written (it then catches up and follows on its own).
+   * Starts a stream for an authenticated request whose query has been checked; resolves true once
+   * its head is written (it then catches up and follows on its own) or its client has gone, false
+   * when the process holds all the streams it may. Its place is taken before anything is awaited,
+   * so that streams opening at once cannot pass the bound together.
    */
-  async open(req: GatewayRequest, res: Response, query: StreamQuery): Promise<void> {
+  async open(req: GatewayRequest, res: Response, query: StreamQuery): Promise<boolean> {
+    if (this.streams.size + this.opening >= this.config.maxEventStreams) return false;
     const caller = req.caller!;
+    this.opening++;
     this.listen();
-    const projectHead = await this.head(caller.project_id);
+    const projectHead = await this.head(caller.project_id).finally(() => this.opening--);
+    // A client gone while the head was read (or its key checked) would hold a place for good: no
+    // 'close' is left to come.
+    if (res.destroyed) return true;
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       Connection: 'keep-alive',
@@ -111,6 +116,7 @@ export class EventStreams {
     feed.streams.add(stream);
     res.once('close', () => this.forget(stream));
     void this.catchUp(stream, feed);
+    return true;
   }
 
   /** Ends every stream (the process is stopping); clients resume elsewhere by their last id. */

@@ -3,6 +3,8 @@
 // exactly once, in sequence order, with `id:` its sequence; resuming by Last-Event-ID or ?after
 // misses nothing; the stream ends when its key stops authenticating; it is bounded.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import { writeEvents } from '../../domain/audit.ts';
 import type { AuditJob } from '../../domain/jobs.ts';
@@ -258,6 +260,76 @@ describe('the event stream\'s bounds', () => {
     } finally {
       stalled.close();
       beside?.close();
+    }
+  });
+
+  /**
+   * Holds the table the streams read their project's head from, so that each stream opening waits
+   * on it with its place taken; resolves once `waiting` of them wait.
+   */
+  async function holdHeads(waiting: number): Promise<() => Promise<void>> {
+    const client = await service.db.connect();
+    await client.query('BEGIN');
+    await client.query('LOCK TABLE project_event_counts IN ACCESS EXCLUSIVE MODE');
+    for (const deadline = Date.now() + 5000; ; await sleep(20)) {
+      const { rows: [{ n }] } = await service.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'project_event_counts'::regclass AND NOT granted`);
+      if (n >= waiting) break;
+      assert.ok(Date.now() < deadline, `${waiting} streams wait on the head within 5 s: ${n} do`);
+    }
+    return () => client.query('ROLLBACK').finally(() => client.release()).then(() => undefined);
+  }
+
+  test('streams opening at once cannot pass the bound together', async () => {
+    const project = await service.createProject('Opened at once');
+    const opening = Array.from({ length: 5 }, () => EventStreamReader.open(service, '/v1/event/stream', project.key));
+    const release = await holdHeads(2);
+    await sleep(200);
+    await release();
+    const readers = await Promise.all(opening);
+    try {
+      assert.deepEqual(readers.map((r) => r.status).sort(), [200, 200, 503, 503, 503]);
+    } finally {
+      for (const reader of readers) reader.close();
+    }
+  });
+
+  test('a client that leaves while its stream opens gives its place back', async () => {
+    const project = await service.createProject('Left while opening');
+    const leaving = Array.from({ length: 2 }, () => {
+      const req = https.request(new URL('/v1/event/stream', service.baseUrl), {
+        headers: { authorization: `Bearer ${project.key}` }, agent: false, ca: readFileSync(service.config.tlsCertFile!),
+      });
+      req.on('error', () => {});
+      req.end();
+      return req;
+    });
+    const release = await holdHeads(2);
+    for (const req of leaving) req.destroy();
+    await sleep(300);
+    await release();
+    await sleep(300);
+    const readers = [await EventStreamReader.open(service, '/v1/event/stream', project.key), await EventStreamReader.open(service, '/v1/event/stream', project.key)];
+    try {
+      assert.deepEqual(readers.map((r) => r.status), [200, 200]);
+    } finally {
+      for (const reader of readers) reader.close();
+    }
+  });
+
+  test('with every place taken, a known key revoked since is refused (403), not told to wait (503)', async () => {
+    const project = await service.createProject('Full, then revoked');
+    const made = await createKey(service, project.key, { name: 'revoked behind the process', scope: ['event:read', 'key:read'] });
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }), 200, 'the process learns the key');
+    const first = await openOnceFree(project.key);
+    const second = await openOnceFree(project.key);
+    try {
+      assert.ok(first && second, 'both places taken');
+      await service.db.query(`UPDATE api_keys SET status = 'revoked' WHERE id = $1`, [made.id]);
+      assertError(await service.request('GET', '/v1/event/stream', { key: made.key }), 403, MESSAGES.refused);
+      assertError(await service.request('GET', '/v1/event/stream', { key: project.key }), 503, MESSAGES.unavailable);
+    } finally {
+      first?.close();
+      second?.close();
     }
   });
 
