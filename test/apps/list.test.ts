@@ -63,6 +63,27 @@ test('apps created in the same second are ordered by id descending', async () =>
   assert.deepEqual(result.data.map((e: any) => e.id), apps.map((a) => a.id).sort().reverse());
 });
 
+test('apps made within one second are listed in the order they were made, not by id, each shown in the second it was made', async () => {
+  const p = await service.createProject('Made in order');
+  const made: string[] = [];
+  for (let i = 0; i < 5; i++) made.push((await createApp(service, p.key, { name: `made ${i}` })).id);
+  const result = await list(p);
+  assert.deepEqual(result.data.map((e: any) => e.id), [...made].reverse());
+  const { rows } = await service.db.query(
+    'SELECT id, floor(extract(epoch FROM created_at))::bigint AS second FROM apps WHERE project_id = $1', [p.projectId]);
+  const shown = Object.fromEntries(result.data.map((e: any) => [e.id, e.created_at]));
+  for (const { id, second } of rows) assert.equal(shown[id], Number(second), `${id}: shown in the second it was made`);
+
+  // Within one second, made in the reverse of their ids' order: the list follows the making.
+  const byId = [...made].sort();
+  await service.db.query(
+    `UPDATE apps a SET created_at = date_trunc('second', now()) - interval '1 hour' + v.rank * interval '1 millisecond'
+     FROM unnest($1::text[]) WITH ORDINALITY AS v (id, rank) WHERE a.id = v.id`, [[...byId].reverse()]);
+  const reordered = await list(p);
+  assert.deepEqual(reordered.data.map((e: any) => e.id), byId);
+  assert.equal(new Set(reordered.data.map((e: any) => e.created_at)).size, 1, 'all five shown in one second');
+});
+
 test('limit and offset page through the list; total counts all', async () => {
   const p = await service.createProject('Paging');
   const ids: string[] = [];

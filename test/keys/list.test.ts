@@ -15,7 +15,7 @@ before(async () => {
 });
 after(() => service.stop());
 
-/** Sets a key's created_at to `secondsAgo` before now (whole seconds, as the service stores them). */
+/** Sets a key's created_at to `secondsAgo` whole seconds before now. */
 async function backDate(id: string, secondsAgo: number): Promise<void> {
   const { rowCount } = await service.db.query(
     "UPDATE api_keys SET created_at = date_trunc('second', now()) - make_interval(secs => $2) WHERE id = $1", [id, secondsAgo]);
@@ -65,6 +65,27 @@ test('keys created in the same second are ordered by id descending', async () =>
   const ids = [project.keyId, ...made.map((m) => m.id)].sort().reverse();
   assert.deepEqual(list.data.map((k: any) => k.id), ids);
   assert.equal(new Set(list.data.map((k: any) => k.created_at)).size, 1);
+});
+
+test('keys made within one second are listed in the order they were made, not by id, each shown in the second it was made', async () => {
+  const project = await service.createProject();
+  const made = [];
+  for (let i = 0; i < 6; i++) made.push((await createKey(service, project.key, { name: `made ${i}` })).id);
+  const list = await listOf(project);
+  assert.deepEqual(list.data.map((k: any) => k.id), [...made].reverse().concat(project.keyId));
+  const { rows } = await service.db.query(
+    'SELECT id, floor(extract(epoch FROM created_at))::bigint AS second FROM api_keys WHERE project_id = $1', [project.projectId]);
+  const shown = Object.fromEntries(list.data.map((k: any) => [k.id, k.created_at]));
+  for (const { id, second } of rows) assert.equal(shown[id], Number(second), `${id}: shown in the second it was made`);
+
+  // Within one second, made in the reverse of their ids' order: the list follows the making.
+  const byId = [...made].sort();
+  await service.db.query(
+    `UPDATE api_keys k SET created_at = date_trunc('second', now()) - interval '1 hour' + v.rank * interval '1 millisecond'
+     FROM unnest($1::text[]) WITH ORDINALITY AS v (id, rank) WHERE k.id = v.id`, [[...byId].reverse()]);
+  const reordered = await listOf(project);
+  assert.deepEqual(reordered.data.map((k: any) => k.id), [project.keyId, ...byId]);
+  assert.equal(new Set(reordered.data.slice(1).map((k: any) => k.created_at)).size, 1, 'all six shown in one second');
 });
 
 test('limit defaults to 20; total counts every listed key, not the page; offset pages through', async () => {
