@@ -83,7 +83,7 @@ test('GET /v1/event lists the project\'s events as exact event objects, each rea
   const types = await typeIds();
   const byRelated = (id: string, name: string) => feed.data.filter((e: any) => e.related.id === id && e.type.name === name);
   const { rows: [keyRow] } = await service.db.query(
-    'SELECT extract(epoch FROM created_at)::bigint AS created_at FROM api_keys WHERE id = $1', [made.id]);
+    'SELECT floor(extract(epoch FROM created_at))::bigint AS created_at FROM api_keys WHERE id = $1', [made.id]);
 
   // The key created through the API, in full.
   const [created] = byRelated(made.id, 'key.created');
