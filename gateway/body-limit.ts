@@ -21,6 +21,12 @@ export function continueAtBodyLimit(server: Server): void {
     awaitingContinue.add(req);
     server.emit('request', req, res);
   });
+  // Any other expectation Node would refuse by itself with a bare 417, no envelope and no request
+  // id. RFC 9110 lets a server ignore an expectation it does not meet: the request is served as
+  // usual (on the plain listener, the 301).
+  server.on('checkExpectation', (req: IncomingMessage, res) => {
+    server.emit('request', req, res);
+  });
 }
 
 /** A request that declares no body (no Content-Length, no Transfer-Encoding): nothing is read. */

@@ -2,7 +2,7 @@
 // head or body did not arrive in time (408), CONNECT (405), and sockets that fail before HTTP
 // starts (a TLS handshake that errs or times out, a reset). The first three get the envelope;
 // every one of them is destroyed, so its descriptor is freed whatever the peer does. And a request
-// Node parsed that restify cannot take (a Host header that names no host): 400 likewise.
+// Node parsed that restify cannot take (a Host header that is not a host): 400 likewise.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Request } from 'restify';
@@ -38,21 +38,28 @@ export function answerClientErrors(server: Server, headers: Readonly<Record<stri
 }
 
 /**
- * restify makes each request's URL from its Host header with `new URL`, on a tick of its own and
- * outside any handler, so a Host that names no host (`a b`, a port past 65535) would throw there
- * and end the process. Such a request is answered before restify sees it, through restify's own
- * parse, which it then reuses (the URL is kept on the request).
+ * restify makes each request's URL from its Host header and its target (`new URL(scheme + host +
+ * target)`), and routes, authenticates and logs by that URL's path. A Host that names no host would
+ * throw there, on a tick of restify's own outside any handler, and end the process (`a b`, a port
+ * past 65535); one that holds a path, a query or a fragment would choose the path instead of the
+ * request line (`Host: x/v1/key/current?` on `GET /healthz`). Only a host name, an IPv4 or a
+ * bracketed IPv6 address, with an optional port, is taken; anything else is answered before
+ * restify sees it. restify keeps the URL it parsed here on the request and does not parse again.
  */
-export function refuseUnparsableUrls(server: Server, headers: Readonly<Record<string, string>>): void {
+export function refuseUnusableHosts(server: Server, headers: Readonly<Record<string, string>>): void {
   const listeners = server.listeners('request') as Listener[];
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (!urlParses(req)) return sendEnvelopeBeforeRestify(res, errors.malformedHttp(), headers);
+    if (!hostUsable(req)) return sendEnvelopeBeforeRestify(res, errors.malformedHttp(), headers);
     for (const listener of listeners) listener.call(server, req, res);
   });
 }
 
-function urlParses(req: IncomingMessage): boolean {
+/** RFC 9110's Host with a reg-name of letters, digits, '.', '-' and '_'; empty (HTTP/1.0 sends none). */
+const HOST = /^(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])?(?::\d{1,5})?$/;
+
+function hostUsable(req: IncomingMessage): boolean {
+  if (!HOST.test(req.headers.host ?? '')) return false;
   try {
     (req as unknown as Request).getUrl();
     return true;

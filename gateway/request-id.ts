@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
 import type { Handler } from './types.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -15,11 +16,20 @@ export function requestId(trustProxy: boolean): Handler {
   };
 }
 
-/** The client's address: the peer's, or behind a trusted proxy the first of X-Forwarded-For. */
+/**
+ * The client's address: the peer's, or behind a trusted proxy the last address of X-Forwarded-For,
+ * the one that proxy added: what comes before it the client sent itself and may make up (one
+ * address per request would pass every per-address bound).
+ */
 export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
   const peer = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
   if (!trustProxy) return peer;
-  const forwarded = req.headers['x-forwarded-for'];
-  const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
-  return first && /^[0-9A-Fa-f.:]{2,45}$/.test(first) ? first : peer;
+  const forwarded = lastListed(req.headers['x-forwarded-for'])?.replace(/^::ffff:/, '');
+  return forwarded && isIP(forwarded) ? forwarded : peer;
+}
+
+/** The last of a header's comma-separated values (Node joins a repeated X-Forwarded-* header with commas). */
+export function lastListed(value: string | string[] | undefined): string | undefined {
+  const text = Array.isArray(value) ? value.join(',') : value;
+  return text?.slice(text.lastIndexOf(',') + 1).trim();
 }

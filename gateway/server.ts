@@ -9,7 +9,7 @@ import { createPool } from '../lib/pool.ts';
 import type { Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
 import { bodyLimit, continueAtBodyLimit } from './body-limit.ts';
-import { answerClientErrors, refuseUnparsableUrls } from './client-errors.ts';
+import { answerClientErrors, refuseUnusableHosts } from './client-errors.ts';
 import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, serveEndpoint } from './dispatch.ts';
 import { EventStreams } from './event-streams.ts';
@@ -55,7 +55,7 @@ function prepareListener(server: restify.Server, config: Config, https: boolean,
   Object.assign(http, { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.headersTimeoutMs) });
   answerClientErrors(http, hardenedHeaders(https));
   continueAtBodyLimit(http);
-  refuseUnparsableUrls(http, hardenedHeaders(https));
+  refuseUnusableHosts(http, hardenedHeaders(https));
   paceRequests(http);
 }
 

@@ -135,10 +135,12 @@ describe('hardening headers', () => {
 });
 
 describe('a Host header that names no host: 400, the connection closed, and the process serves on', () => {
-  // restify builds a request's URL from its Host header, and `new URL` throws on one that is not a
-  // host; that throw, on a tick of restify's own, used to end the process with every request and
-  // stream it held, for one anonymous request.
-  const INVALID_HOSTS = ['localhost:70000', 'a b', '[', 'exa%mple.com', 'host:port'];
+  // restify builds a request's URL from its Host header and its target, and `new URL` throws on a
+  // Host that is not a host; that throw, on a tick of restify's own, used to end the process with
+  // every request and stream it held, for one anonymous request. A Host holding a path, a query or
+  // a fragment chose the path the gateway routed, authenticated and logged.
+  // Hosts that name no host, and hosts that would choose the path in place of the request line.
+  const INVALID_HOSTS = ['localhost:70000', 'a b', '[', 'exa%mple.com', 'host:port', 'x/v1/key/current?', 'x\\v1\\key\\current?', 'x#', 'x?y', 'user@host', 'x/healthz?'];
   let service: TestService;
   let project: TestProject;
 
@@ -165,6 +167,23 @@ describe('a Host header that names no host: 400, the connection closed, and the 
       assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200, 'the next request');
     });
   }
+
+  test('a host name, an address, with or without a port, or no Host (HTTP/1.0): served by the request line', async () => {
+    for (const host of ['localhost', 'localhost:8443', '127.0.0.1', '127.0.0.1:1', '[::1]', '[::1]:8443', 'api.example.com', 'under_score.internal']) {
+      const { text } = await converse(service, [`GET /v1/key/current HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${project.key}\r\nConnection: close\r\n\r\n`]);
+      const [answer] = parseRaw(text);
+      assert.equal(answer?.status, 200, `Host: ${host}: ${text}`);
+      assert.equal((answer!.body as { response: { id: string } }).response.id, project.keyId);
+    }
+    const { text } = await converse(service, [`GET /v1/key/current HTTP/1.0\r\nAuthorization: Bearer ${project.key}\r\n\r\n`]);
+    assert.equal(parseRaw(text)[0]?.status, 200, text);
+  });
+
+  test('an expectation other than 100-continue is ignored, not answered with a bare 417', async () => {
+    const reply = await service.request('GET', '/v1/key/current', { key: project.key, headers: { expect: 'something-else' } });
+    assertSuccess(reply, 200, 'served as usual');
+    assert.match(String(reply.headers['x-request-id']), /./);
+  });
 
   test('pipelined after a sound request, it is answered after that request\'s answer', async () => {
     const { text } = await converse(service, [
@@ -551,6 +570,9 @@ describe('guessing keys: refused authentications are throttled per address', () 
       assertError(await proxied.request('GET', '/v1/key', from('198.51.100.7')), 429, MESSAGES.tooManyRefusals);
       assert.ok(Date.now() - started >= 950, `the 429 was held ${Date.now() - started} ms (AUTH_REFUSAL_DELAY_MS 1000)`);
       assertError(await proxied.request('GET', '/v1/key', from('203.0.113.9')), 403, MESSAGES.refused, 'another client');
+      // The proxy appends the address it saw: what comes before it the client sent, and may vary at will.
+      for (const sent of ['10.0.0.1', '10.0.0.2', 'ff', 'not an address'])
+        assertError(await proxied.request('GET', '/v1/key', from(`${sent}, 198.51.100.7`)), 429, MESSAGES.tooManyRefusals, `${sent}, 198.51.100.7`);
     } finally {
       await proxied.stop();
     }

@@ -2,6 +2,7 @@
 // before anything else and without reading the body; behind a trusted proxy,
 // X-Forwarded-Proto: http gets the same answer.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
@@ -55,6 +56,20 @@ describe('plain-HTTP listener', () => {
     }
   });
 
+  test('an absolute-form or asterisk target: the Location is the origin with the target\'s path and query alone', async () => {
+    for (const [target, path] of [['https://evil.example/v1/key?limit=2', '/v1/key?limit=2'], ['a://b', '/'], ['*', '/'], ['http://x:1', '/']]) {
+      const answer = await plainRaw(service, `${target === '*' ? 'OPTIONS' : 'GET'} ${target} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+      assert.equal(answer.status, 301, target);
+      assert.equal(answer.location, `${httpsOrigin}${path}`, target);
+    }
+  });
+
+  test('an expectation other than 100-continue is ignored: still the 301', async () => {
+    const reply = await service.plainRequest('GET', '/v1/key?limit=1', { expect: 'something-else' });
+    assertError(reply, 301, MESSAGES.movedPermanently);
+    assert.equal(reply.headers.location, `${httpsOrigin}/v1/key?limit=1`);
+  });
+
   test("the client's Host header never makes the Location: it is the HTTPS listener's own origin", async () => {
     for (const host of ['evil.example', `evil.example:${new URL(service.httpUrl).port}`, 'api.example.test']) {
       const reply = await service.plainRequest('GET', '/v1/event?x=y', { host });
@@ -98,6 +113,20 @@ describe('with PUBLIC_URL set', () => {
   });
 });
 
+/** A request written as it is to the plain listener; the status and Location of its answer. */
+function plainRaw(service: TestService, head: string): Promise<{ status: number; location: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(new URL(service.httpUrl).port), '127.0.0.1', () => socket.write(head));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      resolve({ status: Number(text.split(' ')[1]), location: /\r\nLocation: ([^\r]*)/i.exec(text)?.[1] });
+    });
+  });
+}
+
 describe('behind a TLS-terminating proxy (TRUST_PROXY=true)', () => {
   let service: TestService;
   let project: TestProject;
@@ -130,6 +159,18 @@ describe('behind a TLS-terminating proxy (TRUST_PROXY=true)', () => {
     });
     assertError(huge, 301, MESSAGES.movedPermanently, 'huge body, unread');
     assert.equal(huge.headers.location, 'https://api.example.test/v1/key');
+  });
+
+  test('the proxy\'s own X-Forwarded-Proto is the last value, in any case; what comes before it the client sent', async () => {
+    for (const proto of ['HTTP', 'Http', 'https, http', 'https,http']) {
+      const reply = await rawRequest(service, { method: 'GET', path: '/v1/key', headers: { 'x-forwarded-proto': proto } });
+      assertError(reply, 301, MESSAGES.movedPermanently, proto);
+      assert.equal(reply.headers.location, 'https://api.example.test/v1/key', proto);
+    }
+    for (const proto of ['http, https', 'HTTPS', 'http,https']) {
+      const reply = await service.request('GET', '/v1/key/current', { key: project.key, headers: { 'x-forwarded-proto': proto } });
+      assertSuccess(reply, 200, proto);
+    }
   });
 
   test('X-Forwarded-Proto: https passes through', async () => {
