@@ -326,13 +326,35 @@ export async function findApp(db: Queryable, appId: string): Promise<AppRow> {
   return app;
 }
 
-export async function setLogo(services: Services, actor: Actor, appId: string, filePath: string) {
-  const size = statSync(filePath).size;
+/** An app a workspace command changes, locked until its transaction ends (app_lock_any). */
+async function lockApp(tx: Tx, appId: string): Promise<AppRow> {
+  const [app] = await queryFile<AppRow>(tx.client, 'app_lock_any', [appId]);
+  if (!app) throw new NotFound(`No app ${appId}.`);
+  return app;
+}
+
+/** The logo file's bytes; one that cannot be read is the caller's to fix, told in one line. */
+function readLogo(filePath: string): Buffer {
+  let size: number;
+  try {
+    size = statSync(filePath).size;
+  } catch {
+    throw new Invalid(`The logo file cannot be read: ${filePath}.`);
+  }
   if (size > MAX_LOGO_BYTES) throw new Invalid(`The logo file is larger than ${MAX_LOGO_BYTES} bytes.`);
-  const content = readFileSync(filePath);
+  try {
+    return readFileSync(filePath);
+  } catch {
+    throw new Invalid(`The logo file cannot be read: ${filePath}.`);
+  }
+}
+
+export async function setLogo(services: Services, actor: Actor, appId: string, filePath: string) {
+  const content = readLogo(filePath);
   const image = isImage(content);
   return change(services, async (tx) => {
-    const app = await findApp(tx.client, appId);
+    // Locked, so that the `from` recorded is the logo this change replaces, whatever ran beside it.
+    const app = await lockApp(tx, appId);
     const fileId = newId('file');
     await queryFile(tx.client, 'file_insert', [fileId, app.project_id, path.basename(filePath), content.length, image, content]);
     const [updated] = await queryFile<{ updated_at: number }>(tx.client, 'app_set_logo', [appId, fileId]);
@@ -349,7 +371,7 @@ export async function setLogo(services: Services, actor: Actor, appId: string, f
 
 export async function activateApp(services: Services, actor: Actor, appId: string) {
   return change(services, async (tx) => {
-    await findApp(tx.client, appId);
+    await lockApp(tx, appId);
     const [activated] = await queryFile<{ id: string; project_id: string; updated_at: number }>(tx.client, 'app_activate', [appId]);
     // Already activated: nothing changed, nothing to record.
     if (activated) {

@@ -1,6 +1,7 @@
 // PostgreSQL's error codes (SQLSTATE, Appendix A of its manual) that the service branches on, by
 // name, so that no code matches an error by its message (which a server's locale translates).
 export const SQLSTATE = {
+  foreignKeyViolation: '23503',
   uniqueViolation: '23505',
   invalidPassword: '28P01',
   insufficientPrivilege: '42501',

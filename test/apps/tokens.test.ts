@@ -171,6 +171,25 @@ test('a redelivered run.finished report (same run_id) counts once', async () => 
   assert.equal(rows[0].n, 1);
 });
 
+test('a report naming no such app or project is dropped at once, logged, and holds back no other report', async () => {
+  const p = await service.createProject('Reports of nothing');
+  const app = await createApp(service, p.key);
+  const ofNothing = [
+    { run_id: 'run_0000000000000000aaaa', app_id: 'mapp_0123456789abcdef0123', project_id: p.projectId, status: 'succeeded', tokens: { input: 1, output: 1 } },
+    { run_id: 'run_0000000000000000bbbb', app_id: app.id, project_id: 'proj_0123456789abcdef0123', status: 'succeeded', tokens: { input: 1, output: 1 } },
+  ];
+  const ids = [];
+  for (const job of ofNothing) ids.push(await service.services.boss.send('run.finished', job));
+  await report(app.id, p, 'succeeded', { input: 5, output: 6 });
+  await waitForTotals(service, app.id, p.projectId, 1);
+  await waitForRunJobs(service);
+  const { rows } = await service.db.query('SELECT state, retry_count FROM pgboss.job WHERE id = ANY ($1::uuid[]) ORDER BY id', [ids]);
+  assert.deepEqual(rows, [{ state: 'completed', retry_count: 0 }, { state: 'completed', retry_count: 0 }], 'dropped on the first try, not retried');
+  const stored = await service.db.query('SELECT count(*)::int AS n FROM runs WHERE id IN ($1, $2)', ofNothing.map((j) => j.run_id));
+  assert.equal(stored.rows[0].n, 0);
+  assert.match(service.logText(), /run report refused: no such app or project/);
+});
+
 test('two reports of one run_id sent at once count once', async () => {
   const p = await service.createProject('Concurrent redelivery');
   const app = await createApp(service, p.key);

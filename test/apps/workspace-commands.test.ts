@@ -4,7 +4,9 @@ import { assertError, assertSuccess } from '../support/assertions.ts';
 import { workspaceFails, workspaceOk } from '../support/cli.ts';
 import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { sleep } from '../support/wait.ts';
+import { setLogo } from '../../domain/apps.ts';
+import { holdLock, lockWaiters } from '../support/locks.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 import { appBody, createApp, getApp, LOGO_BYTES, logoFile, waitForTotals } from './helpers.ts';
 
 let service: TestService;
@@ -17,6 +19,7 @@ before(async () => {
 after(() => service.stop());
 
 const MADE_UP_APP = 'mapp_0123456789abcdef0123';
+const WORKSPACE = { origin: 'workspace' as const, ip: '127.0.0.1' };
 const MADE_UP_PROJECT = 'proj_0123456789abcdef0123';
 
 test('plan set --custom-apps false prints one JSON object, exits 0, and closes app creation', async () => {
@@ -50,6 +53,52 @@ test('app logo attaches the file as the logo and prints one JSON object', async 
   const replaced = (await getApp(service, project.key, app.id)).logo;
   assert.match(replaced, ID.file);
   assert.notEqual(replaced, logo);
+});
+
+test('two logo commands at once: each event\'s `from` is the logo it replaced', async () => {
+  const app = await createApp(service, project.key);
+  const held = await holdLock(service.db, 'SELECT id FROM apps WHERE id = $1 FOR UPDATE', [app.id]);
+  const both = [setLogo(service.services, WORKSPACE, app.id, logoFile(LOGO_BYTES.png, 'a.png')), setLogo(service.services, WORKSPACE, app.id, logoFile(LOGO_BYTES.png, 'b.png'))];
+  try {
+    await waitFor(() => 'both commands wait on the app', async () => (await lockWaiters(service.db, held)) >= 2 || undefined);
+  } finally {
+    await held.release();
+  }
+  const made = await Promise.all(both);
+  const changes = (await waitFor(() => 'both events written', async () => {
+    const { rows: written } = await service.db.query(
+      `SELECT e.details FROM events e JOIN event_types t ON t.id = e.type_id WHERE e.related_id = $1 AND t.name = 'app.logo_changed' ORDER BY e.sequence`, [app.id]);
+    return written.length === 2 ? written.map((r) => r.details.changes.logo) : undefined;
+  })) as Array<{ from: string; to: string }>;
+  assert.equal(changes[0]!.from, '');
+  assert.equal(changes[1]!.from, changes[0]!.to, 'the second replaced the first');
+  assert.deepEqual(new Set(changes.map((c) => c.to)), new Set(made.map((m) => m.file.id)));
+});
+
+test('a logo command waiting while the app is deleted finds no app, and changes nothing', async () => {
+  const app = await createApp(service, project.key);
+  const client = await service.db.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows: [{ pid }] } = await client.query('SELECT pg_backend_pid() AS pid');
+    await client.query('SELECT id FROM apps WHERE id = $1 FOR UPDATE', [app.id]);
+    const logo = setLogo(service.services, WORKSPACE, app.id, logoFile(LOGO_BYTES.png, 'late.png')).then(() => 'changed', (err: Error) => err.message);
+    await waitFor(() => 'the command waits on the app', async () => (await lockWaiters(service.db, { pid, release: async () => {} })) >= 1 || undefined);
+    await client.query('UPDATE apps SET deleted_at = now_seconds() WHERE id = $1', [app.id]);
+    await client.query('COMMIT');
+    assert.equal(await logo, `No app ${app.id}.`);
+  } finally {
+    client.release();
+  }
+  const { rows } = await service.db.query('SELECT logo_file_id FROM apps WHERE id = $1', [app.id]);
+  assert.equal(rows[0].logo_file_id, null);
+});
+
+test('a logo file that cannot be read: exit 1, one line on stderr, no stack', async () => {
+  const app = await createApp(service, project.key);
+  const outcome = await workspaceFails(service, ['app', 'logo', app.id, '--file', '/nonexistent/logo.png']);
+  assert.equal(outcome.code, 1);
+  assert.equal(outcome.stderr, 'The logo file cannot be read: /nonexistent/logo.png.\n');
 });
 
 test('app activate moves a draft to activated; activating again still exits 0', async () => {

@@ -1,9 +1,17 @@
 // `run.finished`: the run engine's report of a finished run, stored once per run id.
 import { invalidRunReport, storeRun } from '../../domain/runs.ts';
 import { QUICK_JOB } from '../../lib/jobs.ts';
+import { SQLSTATE } from '../../lib/sqlstate.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
 
 const RUN_BATCH_SIZE = 20;
+
+/**
+ * A report naming an app or a project that does not exist fails the runs table's foreign keys; no
+ * retry can store it (apps and projects are never removed, only marked), so it is dropped like a
+ * malformed one instead of holding back its batch. Any other failure is thrown, and retried.
+ */
+const namesNoSuchRecord = (err: unknown) => (err as { code?: unknown } | null)?.code === SQLSTATE.foreignKeyViolation;
 
 export const runFinished: JobQueue<'run.finished'> = {
   name: 'run.finished',
@@ -15,7 +23,14 @@ export const runFinished: JobQueue<'run.finished'> = {
       const invalid = invalidRunReport(job.data);
       // A malformed report can never be stored; retrying it would only repeat the failure.
       if (invalid) services.log.error({ jobId: job.id, field: invalid }, 'run report refused');
-      else await storeRun(services, job.data);
+      else {
+        try {
+          await storeRun(services, job.data);
+        } catch (err) {
+          if (!namesNoSuchRecord(err)) throw err;
+          services.log.error({ jobId: job.id, field: 'app_id or project_id' }, 'run report refused: no such app or project');
+        }
+      }
     }
   },
 };
