@@ -50,6 +50,8 @@ function typeOf(schema: Json): string {
   if (schema.const !== undefined) return `\`${JSON.stringify(schema.const)}\``;
   if (schema.enum) return schema.enum.map((v: unknown) => `\`${JSON.stringify(v)}\``).join(', ');
   if (schema.anyOf) return schema.anyOf.map(typeOf).join(' or ');
+  // Alternatives told apart by their members' values (an event's actor): each shown with them.
+  if (schema.oneOf) return schema.oneOf.map(membersOf).join(' or ');
   if (schema.pattern) return `string \`${schema.pattern}\``;
   if (schema.type === 'array') return `array of ${schema.items ? typeOf(schema.items) : 'any'}`;
   if (schema.type === 'object' && schema.additionalProperties && typeof schema.additionalProperties === 'object') {
@@ -57,6 +59,11 @@ function typeOf(schema: Json): string {
   }
   if (schema.type === 'object') return `object {${Object.keys(schema.properties ?? {}).join(', ')}}`;
   return Array.isArray(schema.type) ? schema.type.join(' or ') : String(schema.type);
+}
+
+function membersOf(schema: Json): string {
+  if (schema.type !== 'object' || !schema.properties) return typeOf(schema);
+  return `{${Object.entries(schema.properties as Record<string, Json>).map(([name, member]) => `${name}: ${typeOf(member)}`).join(', ')}}`;
 }
 
 function fieldTable(schema: Json): string[] {

@@ -24,6 +24,11 @@ test('docs/openapi.json and docs/reference.md are what the registry generates (r
   assert.equal(readFileSync(path.join(DOCS, 'reference.md'), 'utf8'), referenceText(), 'docs/reference.md is stale');
 });
 
+test('the reference names a type for every member and parameter (none left `undefined`)', () => {
+  const rows = referenceText().split('\n').filter((line) => line.startsWith('| '));
+  assert.deepEqual(rows.filter((row) => row.split(' | ').includes('undefined')), []);
+});
+
 test('every endpoint of the registry is an operation, with its scope and the scope\'s exact 403', () => {
   const doc = openApiDocument() as any;
   for (const [name, endpoint] of Object.entries(ENDPOINTS)) {
