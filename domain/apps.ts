@@ -335,17 +335,18 @@ async function lockApp(tx: Tx, appId: string): Promise<AppRow> {
 
 /** The logo file's bytes; one that cannot be read is the caller's to fix, told in one line. */
 function readLogo(filePath: string): Buffer {
+  const unreadable = () => new Invalid(`The logo file cannot be read: ${filePath}.`);
   let size: number;
   try {
     size = statSync(filePath).size;
   } catch {
-    throw new Invalid(`The logo file cannot be read: ${filePath}.`);
+    throw unreadable();
   }
   if (size > MAX_LOGO_BYTES) throw new Invalid(`The logo file is larger than ${MAX_LOGO_BYTES} bytes.`);
   try {
     return readFileSync(filePath);
   } catch {
-    throw new Invalid(`The logo file cannot be read: ${filePath}.`);
+    throw unreadable();
   }
 }
 
