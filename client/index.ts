@@ -74,7 +74,7 @@ export interface ClientOptions {
   ca?: string | Buffer;
   /** false accepts any certificate (a test server); prefer `ca`. */
   rejectUnauthorized?: boolean;
-  /** Milliseconds before a request is given up (default 30,000). */
+  /** Milliseconds before a request (or a stream's opening) is given up, from its start (default 30,000). */
   timeoutMs?: number;
 }
 
@@ -104,7 +104,7 @@ export interface FollowOptions {
   /** Only the events of changes made with this key. */
   actor?: string;
   signal?: AbortSignal;
-  /** Milliseconds to wait before reconnecting a dropped stream (default 1,000). */
+  /** Milliseconds to wait before reconnecting a dropped stream (default 1,000; a 429's Retry-After if longer). */
   retryMs?: number;
 }
 export interface Paging { limit?: number; offset?: number }
@@ -113,11 +113,13 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_RETRY_MS = 1000;
 
 /** The messages of a text/event-stream body (the WHATWG rules this service's streams use). */
-async function* serverSentEvents(body: AsyncIterable<Buffer | string>): AsyncGenerator<{ id?: string; event?: string; data?: string }> {
+async function* serverSentEvents(body: AsyncIterable<Buffer>): AsyncGenerator<{ id?: string; event?: string; data?: string }> {
+  // One decoder for the whole body: a character split between two chunks is decoded whole.
+  const decoder = new TextDecoder();
   let buffered = '';
   let message: { id?: string; event?: string; data?: string } = {};
   for await (const chunk of body) {
-    buffered += chunk.toString();
+    buffered += decoder.decode(chunk, { stream: true });
     let newline: number;
     while ((newline = buffered.indexOf('\n')) >= 0) {
       const line = buffered.slice(0, newline).replace(/\r$/, '');
@@ -134,6 +136,88 @@ async function* serverSentEvents(body: AsyncIterable<Buffer | string>): AsyncGen
       }
     }
   }
+}
+
+/** An answer that is not this API's envelope (a proxy's page, a truncated body): its status, and its first 200 characters as the message. */
+export class NotAnApiAnswer extends ApiError {}
+
+/**
+ * A path parameter as one segment. `.`, `..` (also percent-encoded: URLs resolve those too) and
+ * nothing would name another path (`GET /v1/key/.` is the list), so they are refused here.
+ */
+function segment(name: string, value: string | undefined): string {
+  if (value === undefined || value === '' || value === '.' || value === '..') throw new RangeError(`${name} must be an identifier, not ${JSON.stringify(value)}`);
+  return encodeURIComponent(value);
+}
+
+/**
+ * The envelope of an answer, or an ApiError saying the answer was none (not JSON, or JSON that is
+ * not an object with a `code` and a `title`): a proxy's page, a truncated body.
+ */
+function envelopeOf(res: IncomingMessage, body: Buffer): { code: number | string; title: string; response: unknown } {
+  const status = res.statusCode ?? 0;
+  const text = body.toString('utf8');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const envelope = parsed as { code?: unknown; title?: unknown; response?: unknown } | null | undefined;
+  if (typeof envelope !== 'object' || envelope === null || (typeof envelope.code !== 'number' && typeof envelope.code !== 'string') || typeof envelope.title !== 'string') {
+    throw new NotAnApiAnswer({ code: status, title: res.statusMessage ?? '', message: `Not an answer of this API: ${text.slice(0, 200)}`, status, requestId: requestIdOf(res) });
+  }
+  return envelope as { code: number | string; title: string; response: unknown };
+}
+
+const requestIdOf = (res: IncomingMessage) => res.headers['x-request-id'] as string | undefined;
+
+/** A failure answered in the envelope, as an ApiError. */
+function failureOf(res: IncomingMessage, envelope: { code: number | string; title: string; response: unknown }): ApiError {
+  const retryAfter = Number(res.headers['retry-after']);
+  return new ApiError({
+    code: envelope.code, title: envelope.title, message: String(envelope.response), status: res.statusCode ?? 0, requestId: requestIdOf(res),
+    ...(Number.isFinite(retryAfter) && res.headers['retry-after'] !== undefined ? { retryAfterSeconds: retryAfter } : {}),
+  });
+}
+
+/** Reads a whole answer; settles once, also when a step throws. */
+function readAnswer(res: IncomingMessage, done: (body: Buffer) => void, fail: (err: unknown) => void): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (chunk: Buffer) => chunks.push(chunk));
+  res.on('error', fail);
+  res.on('end', () => {
+    try {
+      done(Buffer.concat(chunks));
+    } catch (err) {
+      fail(err);
+    }
+  });
+}
+
+/**
+ * What a follower waits out and reconnects after: the network failing (the service restarting,
+ * a connection cut) and the service saying to wait (429, 502-504). Anything else, an untrusted
+ * certificate, a refused key, an answer that is not this API's, ends the follow with its error.
+ */
+const RECONNECTABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+function reconnectable(err: unknown): boolean {
+  if (err instanceof ApiError) return [429, 502, 503, 504].includes(err.status) && !(err instanceof NotAnApiAnswer);
+  return RECONNECTABLE_CODES.has((err as NodeJS.ErrnoException | null)?.code ?? '');
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done);
+  });
 }
 const PAGE_SIZE = 100;
 
@@ -165,8 +249,9 @@ export class Client {
     get: (eventId: string) => this.call('eventGet', { params: { event_id: eventId } }),
     /**
      * Follows the trail live (GET /v1/event/stream): every event after `after` (or, without it,
-     * those recorded from now on), in sequence order, reconnecting with Last-Event-ID whenever the
-     * stream drops, until `signal` aborts. Failures before a stream starts throw ApiError.
+     * those recorded after the newest the feed shows when called), in sequence order, reconnecting
+     * with Last-Event-ID whenever the stream drops or the network fails, until `signal` aborts.
+     * Other failures (a refused key, an untrusted certificate) end it with their error.
      */
     follow: (options: FollowOptions = {}) => this.follow(options),
   };
@@ -188,21 +273,26 @@ export class Client {
   /** One endpoint, by its registry name; the typed methods above are this with their types. */
   async call<N extends EndpointName>(endpoint: N, call: Call = {}): Promise<EndpointResponse<N>> {
     const route = ROUTES[endpoint];
-    const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(call.params?.[name] ?? ''));
+    const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => segment(name, call.params?.[name]));
     const url = new URL(path, this.options.baseUrl);
     for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     return await this.send(route.method, url, call) as EndpointResponse<N>;
   }
 
   private async *follow(options: FollowOptions): AsyncGenerator<Event> {
-    let after = options.after;
+    // Without a position, the newest event now: a stream cut before its first event then resumes
+    // from there instead of from whatever is newest when it reconnects.
+    let after = options.after ?? Math.max(0, ...(await this.events.list()).data.map((event) => event.sequence));
     const retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
     while (!options.signal?.aborted) {
       const url = new URL(ROUTES.eventStream.path, this.options.baseUrl);
       for (const type of options.types ?? []) url.searchParams.append('type', type);
       if (options.actor) url.searchParams.set('actor', options.actor);
+      let waitMs = retryMs;
       const res = await this.openStream(url, after, options.signal).catch((err: unknown) => {
-        if (err instanceof ApiError && err.status !== 503) throw err;
+        if (options.signal?.aborted) return undefined;
+        if (!reconnectable(err)) throw err;
+        waitMs = Math.max(retryMs, ((err as ApiError).retryAfterSeconds ?? 0) * 1000);
         return undefined;
       });
       if (res) {
@@ -216,28 +306,24 @@ export class Client {
         }
       }
       if (options.signal?.aborted) return;
-      await new Promise((resolve) => setTimeout(resolve, retryMs));
+      await pause(waitMs, options.signal);
     }
   }
 
-  private openStream(url: URL, after: number | undefined, signal: AbortSignal | undefined): Promise<IncomingMessage> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'text/event-stream' };
-    if (after !== undefined) headers['last-event-id'] = String(after);
+  private openStream(url: URL, after: number, signal: AbortSignal | undefined): Promise<IncomingMessage> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'text/event-stream', 'last-event-id': String(after) };
+    const timeoutMs = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     return new Promise((resolve, reject) => {
       const req = https.request(url, { method: 'GET', headers, agent: this.agent, ...(signal ? { signal } : {}) }, (res) => {
+        clearTimeout(opening);
         if (res.statusCode === 200) return resolve(res);
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          try {
-            const envelope = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            reject(new ApiError({ code: envelope.code, title: envelope.title, message: String(envelope.response), status: res.statusCode ?? 0, requestId: res.headers['x-request-id'] as string | undefined }));
-          } catch (err) {
-            reject(err);
-          }
-        });
+        readAnswer(res, (body) => reject(failureOf(res, envelopeOf(res, body))), reject);
       });
-      req.on('error', reject);
+      const opening = setTimeout(() => req.destroy(Object.assign(new Error(`the event stream did not open within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })), timeoutMs);
+      req.on('error', (err) => {
+        clearTimeout(opening);
+        reject(err);
+      });
       req.end();
     });
   }
@@ -258,31 +344,26 @@ export class Client {
       headers['content-length'] = String(payload.length);
     }
     if (call.requestId) headers['x-request-id'] = call.requestId;
+    const timeoutMs = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     return new Promise((resolve, reject) => {
-      const req = https.request(url, { method, headers, agent: this.agent, timeout: this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          const requestId = res.headers['x-request-id'] as string | undefined;
-          let envelope: { code: number | string; title: string; response: unknown };
-          try {
-            envelope = JSON.parse(text);
-          } catch {
-            return reject(new ApiError({ code: res.statusCode ?? 0, title: res.statusMessage ?? '', message: `Not a JSON answer: ${text.slice(0, 200)}`, status: res.statusCode ?? 0, requestId }));
-          }
+      const req = https.request(url, { method, headers, agent: this.agent }, (res) => {
+        readAnswer(res, (body) => {
+          clearTimeout(deadline);
+          const envelope = envelopeOf(res, body);
           const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) return resolve(envelope.response);
-          const retryAfter = Number(res.headers['retry-after']);
-          reject(new ApiError({
-            code: envelope.code, title: envelope.title, message: String(envelope.response), status, requestId,
-            ...(Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {}),
-          }));
+          if (status >= 200 && status < 300) resolve(envelope.response);
+          else reject(failureOf(res, envelope));
+        }, (err) => {
+          clearTimeout(deadline);
+          reject(err);
         });
       });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: no answer within ${this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms`)));
-      req.on('error', reject);
+      // From the request's start to its answer's end, however slowly the answer trickles in.
+      const deadline = setTimeout(() => req.destroy(new Error(`${method} ${url.pathname}: no answer within ${timeoutMs} ms`)), timeoutMs);
+      req.on('error', (err) => {
+        clearTimeout(deadline);
+        reject(err);
+      });
       req.end(payload);
     });
   }

@@ -3,12 +3,16 @@
 // async iterators over limit/offset, and TLS with the service's self-signed certificate.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import https from 'node:https';
+import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { ApiError, Client, ROUTES, type ApiKeyWithSecret, type App } from '../../client/index.ts';
+import { ApiError, Client, NotAnApiAnswer, ROUTES, type ApiKeyWithSecret, type App } from '../../client/index.ts';
 import { ENDPOINTS } from '../../workers/endpoints/registry.ts';
 import { appBody } from '../apps/helpers.ts';
 import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 let service: TestService;
 let project: TestProject;
@@ -126,5 +130,147 @@ test('TLS: a self-signed certificate is refused unless trusted with `ca` (or, fo
   } finally {
     untrusting.close();
     lax.close();
+  }
+});
+
+/** An HTTPS server of the test's own, with the service's certificate, answering as `answer` says (what no sound service would send). */
+async function stubServer(answer: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ baseUrl: string; urls: string[]; close: () => Promise<void> }> {
+  const urls: string[] = [];
+  const server = https.createServer({ cert: readFileSync(service.config.tlsCertFile!), key: readFileSync(service.config.tlsKeyFile!) }, (req, res) => {
+    urls.push(req.url ?? '');
+    answer(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    baseUrl: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    urls,
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+const stubClient = (baseUrl: string, timeoutMs?: number) =>
+  new Client({ baseUrl, apiKey: project.key, ca: readFileSync(service.config.tlsCertFile!), ...(timeoutMs ? { timeoutMs } : {}) });
+
+test('an answer that is not this API\'s envelope rejects with NotAnApiAnswer, and never throws past the caller', async () => {
+  for (const [status, body] of [[200, 'null'], [500, 'null'], [200, '{"error":1}'], [502, '<html>bad gateway</html>'], [200, ''], [200, '"text"']] as const) {
+    const stub = await stubServer((_req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+    const odd = stubClient(stub.baseUrl);
+    try {
+      const err = await odd.keys.current().then(() => assert.fail(`${status} ${body}: expected a failure`), (e: unknown) => e);
+      assert.ok(err instanceof NotAnApiAnswer, `${status} ${body}: ${String(err)}`);
+      assert.equal(err.status, status);
+      assert.equal(err.message, `Not an answer of this API: ${body}`);
+    } finally {
+      odd.close();
+      await stub.close();
+    }
+  }
+});
+
+test('a path parameter stays one segment (`/`, `?`, `#`, `%` encoded); `.`, `..` and nothing, which name other paths, are refused unsent', async () => {
+  const stub = await stubServer((_req, res) => {
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end('{"code":404,"title":"Not Found","response":"x"}');
+  });
+  const recording = stubClient(stub.baseUrl);
+  try {
+    await failure(recording.keys.revoke('a/b?c#d%'));
+    for (const [call, text] of [[() => recording.keys.get('.'), 'key_id must be an identifier, not "."'], [() => recording.apps.update('..', { name: 'n' }), 'app_id must be an identifier, not ".."'], [() => recording.events.get(''), 'event_id must be an identifier, not ""']] as const) {
+      await assert.rejects(call(), (err: Error) => err instanceof RangeError && err.message === text);
+    }
+    assert.deepEqual(stub.urls, ['/v1/key/a%2Fb%3Fc%23d%25']);
+  } finally {
+    recording.close();
+    await stub.close();
+  }
+});
+
+test('timeoutMs bounds the whole request, however slowly its answer trickles in', async () => {
+  const stub = await stubServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const drip = setInterval(() => res.write(' '), 100);
+    res.on('close', () => clearInterval(drip));
+  });
+  const slow = stubClient(stub.baseUrl, 600);
+  try {
+    const started = Date.now();
+    await assert.rejects(slow.keys.current(), /no answer within 600 ms/);
+    assert.ok(Date.now() - started < 2000, `gave up after ${Date.now() - started} ms`);
+  } finally {
+    slow.close();
+    await stub.close();
+  }
+});
+
+test('events.follow decodes a character split between two chunks whole', async () => {
+  const event = { id: 'evnt_00000000000000000001', object: 'event', sequence: 1, details: { name: 'é€'.repeat(50) } };
+  const frame = Buffer.from(`id: 1\nevent: key.created\ndata: ${JSON.stringify(event)}\n\n`, 'utf8');
+  const cut = frame.indexOf(Buffer.from('€', 'utf8')) + 1;
+  const stub = await stubServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(frame.subarray(0, cut));
+    setTimeout(() => res.write(frame.subarray(cut)), 50);
+  });
+  const streaming = stubClient(stub.baseUrl);
+  const controller = new AbortController();
+  try {
+    for await (const received of streaming.events.follow({ after: 0, signal: controller.signal })) {
+      assert.deepEqual(received, event);
+      controller.abort();
+    }
+  } finally {
+    streaming.close();
+    await stub.close();
+  }
+});
+
+test('events.follow without `after`, cut before its first event, misses nothing of what came meanwhile', async () => {
+  await service.waitForJobsDrained();
+  // A connection the test can cut: a TCP relay to the service.
+  const sockets = new Set<net.Socket>();
+  const relay = net.createServer((inbound) => {
+    const outbound = net.connect(Number(new URL(service.baseUrl).port), '127.0.0.1');
+    for (const socket of [inbound, outbound]) {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => sockets.delete(socket));
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const relayed = new Client({ baseUrl: `https://localhost:${(relay.address() as AddressInfo).port}`, apiKey: project.key, ca: readFileSync(service.config.tlsCertFile!) });
+  const controller = new AbortController();
+  const names: string[] = [];
+  try {
+    const iterator = relayed.events.follow({ types: ['key.created'], signal: controller.signal, retryMs: 200 });
+    const first = iterator.next();
+    await waitFor('a connection through the relay', async () => (sockets.size >= 2 ? true : undefined));
+    await sleep(300);
+    for (const socket of sockets) socket.destroy();
+    for (const name of ['made while cut 1', 'made while cut 2']) await client.keys.create({ name, scope: ['key:read'] });
+    await client.keys.create({ name: 'made after', scope: ['key:read'] });
+    names.push(((await first).value as any).details.name);
+    for await (const event of iterator) {
+      names.push((event as any).details.name);
+      if (names.length === 3) controller.abort();
+    }
+    assert.deepEqual(names, ['made while cut 1', 'made while cut 2', 'made after']);
+  } finally {
+    controller.abort();
+    relayed.close();
+    await new Promise((resolve) => relay.close(resolve));
+  }
+});
+
+test('events.follow ends with the error when the certificate is not trusted, instead of retrying for good', async () => {
+  const untrusting = new Client({ baseUrl: service.baseUrl, apiKey: project.key });
+  try {
+    const follow = (async () => { for await (const _ of untrusting.events.follow({ after: 0 })) break; })();
+    await assert.rejects(follow, (err: NodeJS.ErrnoException) => /self-signed|SELF_SIGNED|unable to verify/i.test(`${err.code} ${err.message}`));
+  } finally {
+    untrusting.close();
   }
 });
