@@ -15,13 +15,16 @@ export type { EndpointName, EndpointResponse };
 // The domain builds these objects with one view each, whose optional members depend on the
 // endpoint; each endpoint's own answer always carries the ones below.
 type Always<T, K extends keyof T> = T & Required<Pick<T, K>>;
+/** Launches by the owning project and by others: both always counted. */
+interface Runs { runs: { private: number; public: number } }
 export type ApiKey = Omit<EndpointResponse<'keyGet'>, 'key'>;
 export type ApiKeyWithSecret = Always<EndpointResponse<'keyCreate'>, 'key'>;
-export type App = Always<EndpointResponse<'appGet'>, 'logo' | 'data' | 'instruction' | 'runs' | 'tokens'>;
-export type AppListEntry = Always<EndpointResponse<'appList'>['data'][number], 'runs' | 'tokens'>;
+export type App = Omit<Always<EndpointResponse<'appGet'>, 'logo' | 'data' | 'instruction' | 'tokens'>, 'runs'> & Runs;
+export type AppListEntry = Omit<Always<EndpointResponse<'appList'>['data'][number], 'tokens'>, 'runs'> & Runs;
 export type AppCreated = EndpointResponse<'appCreate'>;
 export type AppSummary = EndpointResponse<'appUpdate'>;
-export type Event = EndpointResponse<'eventGet'>;
+/** Every event the API answers carries its hash (events of before the chain were given theirs at release). */
+export type Event = Omit<EndpointResponse<'eventGet'>, 'hash'> & { hash: string };
 export type Deleted = EndpointResponse<'keyRevoke'>;
 export interface Page<T> { object: 'list'; data: T[]; total: number }
 
@@ -226,10 +229,10 @@ export class Client {
   private readonly agent: https.Agent;
 
   readonly keys = {
-    list: (paging: Paging = {}) => this.call('keyList', { query: { ...paging } }),
+    list: (paging: Paging = {}) => this.call('keyList', { query: { ...paging } }) as Promise<Page<ApiKey>>,
     iterate: (pageSize = PAGE_SIZE) => this.iterate<ApiKey>((paging) => this.keys.list(paging), pageSize),
-    current: () => this.call('keyCurrent'),
-    get: (keyId: string) => this.call('keyGet', { params: { key_id: keyId } }),
+    current: () => this.call('keyCurrent') as Promise<ApiKey>,
+    get: (keyId: string) => this.call('keyGet', { params: { key_id: keyId } }) as Promise<ApiKey>,
     create: (key: NewKey) => this.call('keyCreate', { body: key }) as Promise<ApiKeyWithSecret>,
     revoke: (keyId: string) => this.call('keyRevoke', { params: { key_id: keyId } }),
   };
@@ -245,8 +248,8 @@ export class Client {
 
   readonly events = {
     /** The newest 100 events and the total (the contract gives this list no paging). */
-    list: () => this.call('eventList'),
-    get: (eventId: string) => this.call('eventGet', { params: { event_id: eventId } }),
+    list: () => this.call('eventList') as Promise<Page<Event>>,
+    get: (eventId: string) => this.call('eventGet', { params: { event_id: eventId } }) as Promise<Event>,
     /**
      * Follows the trail live (GET /v1/event/stream): every event after `after` (or, without it,
      * those recorded after the newest the feed shows when called), in sequence order, reconnecting
