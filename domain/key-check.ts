@@ -34,15 +34,22 @@ function ridingText(config: pg.QueryConfig, keyParam: number): string {
   return text;
 }
 
-/** One request's view of the database while its key is not yet checked. */
+/**
+ * One request's view of the database: while its key is not yet checked, each statement carries the
+ * check; and each change, checked or not, begins with the check that holds its key and owners
+ * until it ends (sql/migrations/0014), so that it commits before a revocation or a disable does,
+ * or is refused.
+ */
 export class KeyCheckedDatabase implements Database {
-  #pending = true;
+  #pending: boolean;
   readonly #pool: pg.Pool;
   readonly #keyId: string;
 
-  constructor(pool: pg.Pool, keyId: string) {
+  /** `checked`: authentication looked the key up for this very request. */
+  constructor(pool: pg.Pool, keyId: string, checked = false) {
     this.#pool = pool;
     this.#keyId = keyId;
+    this.#pending = !checked;
   }
 
   async query(config: pg.QueryConfig): Promise<pg.QueryResult> {
@@ -76,10 +83,6 @@ export class KeyCheckedDatabase implements Database {
   }
 
   async begin(client: pg.PoolClient): Promise<void> {
-    if (!this.#pending) {
-      await client.query('BEGIN');
-      return;
-    }
     const text = fillTemplate('key_check_begin', { key: client.escapeLiteral(this.#keyId) });
     const results = await client.query(text) as unknown as pg.QueryResult[];
     this.#settle(results[1]?.rows[0]?.key_check);
@@ -108,12 +111,11 @@ export class KeyCheckedDatabase implements Database {
 }
 
 /**
- * Runs a request's work over the database it should see: the pool itself when authentication
- * looked the key up for this request, else the view that checks the key, which has checked it
- * by the time any answer, success or failure, comes back.
+ * Runs a request's work over the view of the database that checks its key: by the time any
+ * answer, success or failure, comes back, and in each change.
  */
 export async function withKeyCheck<T>(pool: pg.Pool, request: DomainRequest, work: (db: Database) => Promise<T>): Promise<T> {
-  if (request.keyChecked) return work(pool);
+  if (request.keyChecked) return work(new KeyCheckedDatabase(pool, request.caller.id, true));
   const db = new KeyCheckedDatabase(pool, request.caller.id);
   let result: T;
   try {

@@ -45,6 +45,7 @@ export async function createProjectKey(services: Services, actor: Actor, project
 export async function disableProject(services: Services, actor: Actor, projectId: string) {
   return change(services, async (tx) => {
     await projectMustExist(tx.client, projectId);
+    await queryFile(tx.client, 'changes_hold', ['project', projectId]);
     const [disabled] = await queryFile<{ id: string; updated_at: number }>(tx.client, 'project_disable', [projectId]);
     // Already disabled: nothing changed, so nothing to record.
     if (disabled) {
@@ -63,6 +64,7 @@ export async function disableConsumer(services: Services, actor: Actor, consumer
   return change(services, async (tx) => {
     const [exists] = await queryFile(tx.client, 'consumer_exists', [consumerId]);
     if (!exists) throw new NotFound(`No consumer ${consumerId}.`);
+    await queryFile(tx.client, 'changes_hold', ['consumer', consumerId]);
     const rows = await queryFile<{ id: string; project_id: string; updated_at: number }>(tx.client, 'consumer_disable', [consumerId]);
     for (const row of rows) {
       await recordEvent(tx, actor, {

@@ -4,6 +4,7 @@ import type { PgBoss } from 'pg-boss';
 import { bossDb, requestJob, wakeWorkers } from '../lib/jobs.ts';
 import { withTransaction, type Database } from '../lib/pool.ts';
 import type { Logger } from '../lib/log.ts';
+import { SQLSTATE } from '../lib/sqlstate.ts';
 import type { JobPayloads, Origin, QueueName } from './jobs.ts';
 
 export interface Services {
@@ -29,26 +30,41 @@ export interface Tx {
   commitAfter(statement: string): void;
 }
 
+/**
+ * A change PostgreSQL aborted to break a deadlock runs again, up to this many times in all: two
+ * changes that each revoke the other's key wait on each other (sql/migrations/0014), and the one
+ * run again finds its own key revoked.
+ */
+const DEADLOCK_ATTEMPTS = 3;
+
 /** Runs one change in one transaction; jobs and rows it hands over commit or roll back with it. */
 export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  const woken = new Set<string>();
-  const requested = new Set<string>();
-  const result = await withTransaction(services.db, (client, end) => fn({
-    client,
-    async send(queue, data, options = {}) {
-      // No id: no job was made (a stately queue already holds one), so there is nothing to wake.
-      if (await services.boss.send(queue, data as object, { ...options, db: bossDb(client) })) woken.add(queue);
-    },
-    requestJob(queue) {
-      requested.add(queue);
-    },
-    commitAfter(statement) {
-      end.statements.push(statement);
-    },
-  }));
-  for (const queue of woken) wakeWorkers(services.pool, queue);
-  for (const queue of requested) requestJob(services.pool, services.boss, queue);
-  return result;
+  for (let attempt = 1; ; attempt++) {
+    const woken = new Set<string>();
+    const requested = new Set<string>();
+    let result: T;
+    try {
+      result = await withTransaction(services.db, (client, end) => fn({
+        client,
+        async send(queue, data, options = {}) {
+          // No id: no job was made (a stately queue already holds one), so there is nothing to wake.
+          if (await services.boss.send(queue, data as object, { ...options, db: bossDb(client) })) woken.add(queue);
+        },
+        requestJob(queue) {
+          requested.add(queue);
+        },
+        commitAfter(statement) {
+          end.statements.push(statement);
+        },
+      }));
+    } catch (err) {
+      if ((err as { code?: unknown } | null)?.code === SQLSTATE.deadlockDetected && attempt < DEADLOCK_ATTEMPTS) continue;
+      throw err;
+    }
+    for (const queue of woken) wakeWorkers(services.pool, queue);
+    for (const queue of requested) requestJob(services.pool, services.boss, queue);
+    return result;
+  }
 }
 
 /** Who makes a change and from where: recorded on its event. */

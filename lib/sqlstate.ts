@@ -8,6 +8,7 @@ export const SQLSTATE = {
   duplicateObject: '42710',
   duplicateDatabase: '42P04',
   tooManyConnections: '53300',
+  deadlockDetected: '40P01',
   /** Also a statement timeout. */
   queryCanceled: '57014',
   adminShutdown: '57P01',
