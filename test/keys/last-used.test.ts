@@ -114,3 +114,23 @@ test('last_used_at reads the same through GET /v1/key/current once written', asy
   const at = await lastUsedSince(made.id, before - 1);
   assert.equal(assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key })).last_used_at, at);
 });
+
+test('a call refused as revoked or expired is no use of the key: last_used_at stays', async () => {
+  for (const end of [
+    { what: 'revoked', sql: `UPDATE api_keys SET status = 'revoked' WHERE id = $1`, status: 403 },
+    { what: 'expired', sql: `UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, status: 401 },
+  ]) {
+    const made = await createKey(service, project.key, { name: `${end.what} later`, scope: ['key:read'] });
+    // Known to the process with a last use just under a minute old, so that its next call is due
+    // to record one (gateway/authenticate.ts noteUse).
+    await setLastUsed(made.id, 59);
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
+    await sleep(1500);
+    // Then ended behind the process's back, its last use long ago.
+    const before = await setLastUsed(made.id, 300);
+    await service.db.query(end.sql, [made.id]);
+    assert.equal((await service.request('GET', '/v1/key/current', { key: made.key })).status, end.status, end.what);
+    await sleep(300);
+    assert.equal(await lastUsed(made.id), before, `${end.what}: last_used_at unchanged`);
+  }
+});
