@@ -107,13 +107,17 @@ export interface FollowOptions {
   /** Only the events of changes made with this key. */
   actor?: string;
   signal?: AbortSignal;
-  /** Milliseconds to wait before reconnecting a dropped stream (default 1,000; a 429's Retry-After if longer). */
+  /** Milliseconds to wait before reconnecting a dropped stream (default 1,000, at least 100; a 429's Retry-After if longer). */
   retryMs?: number;
+  /** A stream silent this long is taken for a dead connection and reconnected (default 45,000: three of the service's 15 s heartbeats). */
+  idleMs?: number;
 }
 export interface Paging { limit?: number; offset?: number }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_RETRY_MS = 1000;
+const MIN_RETRY_MS = 100;
+const DEFAULT_IDLE_MS = 45_000;
 
 /** The messages of a text/event-stream body (the WHATWG rules this service's streams use). */
 async function* serverSentEvents(body: AsyncIterable<Buffer>): AsyncGenerator<{ id?: string; event?: string; data?: string }> {
@@ -200,12 +204,12 @@ function readAnswer(res: IncomingMessage, done: (body: Buffer) => void, fail: (e
 
 /**
  * What a follower waits out and reconnects after: the network failing (the service restarting,
- * a connection cut) and the service saying to wait (429, 502-504). Anything else, an untrusted
- * certificate, a refused key, an answer that is not this API's, ends the follow with its error.
+ * a connection cut) and the service, or a proxy in front of it, saying to wait (429, 502-504).
+ * Anything else, an untrusted certificate, a refused key, a bad filter, ends the follow.
  */
 const RECONNECTABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
 function reconnectable(err: unknown): boolean {
-  if (err instanceof ApiError) return [429, 502, 503, 504].includes(err.status) && !(err instanceof NotAnApiAnswer);
+  if (err instanceof ApiError) return [429, 502, 503, 504].includes(err.status);
   return RECONNECTABLE_CODES.has((err as NodeJS.ErrnoException | null)?.code ?? '');
 }
 
@@ -283,22 +287,26 @@ export class Client {
   }
 
   private async *follow(options: FollowOptions): AsyncGenerator<Event> {
-    // Without a position, the newest event now: a stream cut before its first event then resumes
-    // from there instead of from whatever is newest when it reconnects.
-    let after = options.after ?? Math.max(0, ...(await this.events.list()).data.map((event) => event.sequence));
-    const retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
+    let after = options.after;
+    const retryMs = Math.max(options.retryMs ?? DEFAULT_RETRY_MS, MIN_RETRY_MS);
     while (!options.signal?.aborted) {
-      const url = new URL(ROUTES.eventStream.path, this.options.baseUrl);
-      for (const type of options.types ?? []) url.searchParams.append('type', type);
-      if (options.actor) url.searchParams.set('actor', options.actor);
       let waitMs = retryMs;
-      const res = await this.openStream(url, after, options.signal).catch((err: unknown) => {
+      const waitOut = (err: unknown) => {
         if (options.signal?.aborted) return undefined;
         if (!reconnectable(err)) throw err;
         waitMs = Math.max(retryMs, ((err as ApiError).retryAfterSeconds ?? 0) * 1000);
         return undefined;
-      });
+      };
+      // Without a position, the newest event now: a stream cut before its first event then resumes
+      // from there instead of from whatever is newest when it reconnects.
+      after ??= await this.events.list().then((page) => Math.max(0, ...page.data.map((event) => event.sequence)), waitOut);
+      const url = new URL(ROUTES.eventStream.path, this.options.baseUrl);
+      for (const type of options.types ?? []) url.searchParams.append('type', type);
+      if (options.actor) url.searchParams.set('actor', options.actor);
+      const res = after === undefined ? undefined : await this.openStream(url, after, options.signal).catch(waitOut);
       if (res) {
+        // A connection gone silent (a peer vanished without a reset) is taken for dead.
+        res.setTimeout(options.idleMs ?? DEFAULT_IDLE_MS, () => res.destroy());
         try {
           for await (const message of serverSentEvents(res)) {
             if (message.id !== undefined) after = Number(message.id);

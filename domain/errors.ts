@@ -113,6 +113,8 @@ export const errors = {
 // SQLSTATE classes and codes meaning "the database is not there right now", not "the query is wrong".
 const UNAVAILABLE_SQLSTATES = new Set<string>([
   SQLSTATE.adminShutdown, SQLSTATE.crashShutdown, SQLSTATE.cannotConnectNow, SQLSTATE.tooManyConnections, SQLSTATE.queryCanceled,
+  // A change aborted to break a deadlock as many times as domain/services.ts runs it: try again.
+  SQLSTATE.deadlockDetected,
 ]);
 const UNAVAILABLE_SYSCALL_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
 

@@ -55,8 +55,8 @@ export function refuseUnusableHosts(server: Server, headers: Readonly<Record<str
   });
 }
 
-/** RFC 9110's Host with a reg-name of letters, digits, '.', '-' and '_'; empty (HTTP/1.0 sends none). */
-const HOST = /^(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])?(?::\d{1,5})?$/;
+/** RFC 9110's Host: a reg-name (RFC 3986's unreserved and sub-delims), an IPv4 or bracketed IPv6 address, a port; or empty (HTTP/1.0 sends none). */
+const HOST = /^(?:[A-Za-z0-9._~!$&'()*+,;=-]+|\[[0-9A-Fa-f:.]+\])?(?::\d{0,5})?$/;
 
 function hostUsable(req: IncomingMessage): boolean {
   if (!HOST.test(req.headers.host ?? '')) return false;

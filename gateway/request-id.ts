@@ -24,8 +24,15 @@ export function requestId(trustProxy: boolean): Handler {
 export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
   const peer = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
   if (!trustProxy) return peer;
-  const forwarded = lastListed(req.headers['x-forwarded-for'])?.replace(/^::ffff:/, '');
+  const forwarded = addressOnly(lastListed(req.headers['x-forwarded-for']) ?? '');
   return forwarded && isIP(forwarded) ? forwarded : peer;
+}
+
+/** An address as proxies write it: bare, `1.2.3.4:5678`, `[2001:db8::1]` or `[2001:db8::1]:5678`. */
+function addressOnly(written: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(written);
+  const address = bracketed ? bracketed[1]! : /^[\d.]+:\d+$/.test(written) ? written.slice(0, written.lastIndexOf(':')) : written;
+  return address.replace(/^::ffff:/, '');
 }
 
 /** The last of a header's comma-separated values (Node joins a repeated X-Forwarded-* header with commas). */

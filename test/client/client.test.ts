@@ -274,3 +274,31 @@ test('events.follow ends with the error when the certificate is not trusted, ins
     untrusting.close();
   }
 });
+
+test('events.follow waits out a proxy\'s 502 page and a connection gone silent, and resumes by its last id', async () => {
+  const event = { id: 'evnt_00000000000000000008', object: 'event', sequence: 8 };
+  const lastIds: Array<string | undefined> = [];
+  const stub = await stubServer((req, res) => {
+    lastIds.push(req.headers['last-event-id'] as string | undefined);
+    if (lastIds.length === 1) {
+      res.writeHead(502, { 'content-type': 'text/html' });
+      res.end('<html>502 Bad Gateway</html>');
+    } else {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // The second stream says nothing at all: the client must give it up and open a third.
+      if (lastIds.length >= 3) res.write(`id: 8\nevent: key.created\ndata: ${JSON.stringify(event)}\n\n`);
+    }
+  });
+  const following = stubClient(stub.baseUrl);
+  const controller = new AbortController();
+  try {
+    for await (const received of following.events.follow({ after: 7, signal: controller.signal, retryMs: 100, idleMs: 300 })) {
+      assert.deepEqual(received, event);
+      controller.abort();
+    }
+    assert.deepEqual(lastIds, ['7', '7', '7']);
+  } finally {
+    following.close();
+    await stub.close();
+  }
+});

@@ -573,6 +573,10 @@ describe('guessing keys: refused authentications are throttled per address', () 
       // The proxy appends the address it saw: what comes before it the client sent, and may vary at will.
       for (const sent of ['10.0.0.1', '10.0.0.2', 'ff', 'not an address'])
         assertError(await proxied.request('GET', '/v1/key', from(`${sent}, 198.51.100.7`)), 429, MESSAGES.tooManyRefusals, `${sent}, 198.51.100.7`);
+      // As proxies also write it: with the port it came from, an IPv6 address in brackets.
+      assertError(await proxied.request('GET', '/v1/key', from('198.51.100.7:50123')), 429, MESSAGES.tooManyRefusals, 'with its port');
+      assertError(await proxied.request('GET', '/v1/key', from('[2001:db8::7]:443')), 403, MESSAGES.refused, 'an IPv6 client');
+      assertError(await proxied.request('GET', '/v1/key', from('[2001:db8::7]')), 429, MESSAGES.tooManyRefusals, 'the same IPv6 client');
     } finally {
       await proxied.stop();
     }

@@ -11,7 +11,11 @@ const RUN_BATCH_SIZE = 20;
  * retry can store it (apps and projects are never removed, only marked), so it is dropped like a
  * malformed one instead of holding back its batch. Any other failure is thrown, and retried.
  */
-const namesNoSuchRecord = (err: unknown) => (err as { code?: unknown } | null)?.code === SQLSTATE.foreignKeyViolation;
+const namesNoSuchRecord = (err: unknown) => {
+  const { code, table } = (err ?? {}) as { code?: unknown; table?: unknown };
+  // The runs table's own keys only: pg-boss's deferred keys fail with the same code at COMMIT.
+  return code === SQLSTATE.foreignKeyViolation && table === 'runs';
+};
 
 export const runFinished: JobQueue<'run.finished'> = {
   name: 'run.finished',
