@@ -149,8 +149,8 @@ async function* serverSentEvents(body: AsyncIterable<Buffer>): AsyncGenerator<{ 
 export class NotAnApiAnswer extends ApiError {}
 
 /**
- * A path parameter as one segment. `.`, `..` (also percent-encoded: URLs resolve those too) and
- * nothing would name another path (`GET /v1/key/.` is the list), so they are refused here.
+ * A path parameter as one segment. `.`, `..` and nothing would name another path (`GET /v1/key/.`
+ * is the list), and no encoding keeps them (URLs resolve `%2E` segments too): refused here.
  */
 function segment(name: string, value: string | undefined): string {
   if (value === undefined || value === '' || value === '.' || value === '..') throw new RangeError(`${name} must be an identifier, not ${JSON.stringify(value)}`);
@@ -226,6 +226,7 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
     signal?.addEventListener('abort', done);
   });
 }
+
 const PAGE_SIZE = 100;
 
 export class Client {
