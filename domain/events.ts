@@ -74,7 +74,7 @@ export interface StreamQuery {
   actors: string[] | null;
 }
 
-const SEQUENCE = /^\d{1,15}$/;
+const SEQUENCE = /^\d+$/;
 const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
 const all = (value: string | string[] | undefined) => (value === undefined ? [] : [value].flat());
 
@@ -86,7 +86,8 @@ export function parseStreamQuery(query: DomainRequest['query'], lastEventId: str
   for (const name of types) if (!KNOWN_TYPES.has(name)) throw errors.streamUnknownType(name);
   const actors = all(query.actor);
   return {
-    after: afterValues.length === 1 ? Number(afterValues[0]) : null,
+    // Past the largest sequence a number holds exactly there is no event: as good as that one.
+    after: afterValues.length === 1 ? Math.min(Number(afterValues[0]), Number.MAX_SAFE_INTEGER) : null,
     types: types.length ? [...new Set(types)] : null,
     // A value that cannot be a key's id matches no event, so it is not looked for (a NUL in it
     // would fail the catching-up query and close the stream).

@@ -88,6 +88,7 @@ export class EventStreams {
    * so that streams opening at once cannot pass the bound together.
    */
   async open(req: GatewayRequest, res: Response, query: StreamQuery): Promise<boolean> {
+    if (this.stopped) throw new Error('the process is stopping');
     if (this.streams.size + this.opening >= this.config.maxEventStreams) return false;
     const caller = req.caller!;
     this.opening++;
@@ -96,6 +97,8 @@ export class EventStreams {
     // A client gone while the head was read (or its key checked) would hold a place for good: no
     // 'close' is left to come.
     if (res.destroyed) return true;
+    // Stopping began meanwhile: stop() has ended the streams it knew, and no heartbeat would come.
+    if (this.stopped) throw new Error('the process is stopping');
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       Connection: 'keep-alive',
@@ -140,14 +143,16 @@ export class EventStreams {
    */
   private async catchUp(stream: Stream, feed: Feed): Promise<void> {
     try {
-      while (stream.position < feed.cursor && await this.drained(stream)) {
+      // Each page waits for the one before to go out, the last one too: a stream joins its feed
+      // (and the live backlog bound) only once what it caught up on has been taken.
+      while (await this.drained(stream) && stream.position < feed.cursor) {
         const upTo = feed.cursor;
         const rows = await queryFile<StreamRow>(this.pool, 'event_stream_page', [
           stream.projectId, stream.position, upTo, stream.types && [...stream.types], stream.actors && [...stream.actors], PAGE]);
         this.pass(stream, rows, rows.map(frame));
         if (rows.length < PAGE) stream.position = Math.max(stream.position, upTo);
       }
-      stream.live = true;
+      if (!stream.closed) stream.live = true;
     } catch (err) {
       this.log.warn({ err: errorFields(err), projectId: stream.projectId }, 'event stream could not catch up; closed');
       this.end(stream);

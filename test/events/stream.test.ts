@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
+import pg from 'pg';
 import { after, before, describe, test } from 'node:test';
 import { writeEvents } from '../../domain/audit.ts';
 import type { AuditJob } from '../../domain/jobs.ts';
@@ -81,6 +82,12 @@ describe('the event stream', () => {
     }
     assertError(await service.request('GET', '/v1/event/stream', { key: p.key, headers: { 'last-event-id': 'x' } }), 422,
       'after must be a non-negative integer.', 'Last-Event-ID');
+    // Every non-negative integer is a position, however large (past the largest event, nothing yet).
+    for (const after of ['1000000000000000', '9007199254740993', '123456789012345678901234567890']) {
+      const reader = await open(`/v1/event/stream?after=${after}`);
+      assert.equal(reader.status, 200, `after=${after}`);
+      reader.close();
+    }
     assertError(await service.request('GET', '/v1/event/stream?type=key.created&type=key.renamed', { key: p.key }), 422,
       'Unknown event type: key.renamed.');
     assertError(await service.request('GET', '/v1/event/stream?type=key%0Arenamed', { key: p.key }), 422,
@@ -244,6 +251,28 @@ describe('the event stream\'s bounds', () => {
     }
   });
 
+  test('a reader catching up is held to its pace to the end: its last page unread for a heartbeat is not the live backlog', async () => {
+    const large = await service.createProject('One large page');
+    // 400 events of ~12 kB: one page of ~5 MB, more than the kernel's socket buffers take in for a
+    // reader that reads nothing, fifty times the 100 kB live bound.
+    await writeEvents(service.db, jobs(large, 400, 12_000));
+    const reader = await openOnceFree(large.key, { 'last-event-id': '0' }, true);
+    assert.ok(reader, 'a place for the stream');
+    try {
+      // Past a heartbeat (when the live bound is checked), short of the stall bound of two.
+      await sleep(1.5 * BOUNDS_HEARTBEAT_MS);
+      reader.resume();
+      for (const deadline = Date.now() + 15_000; (reader.events.at(-1)?.id ?? 0) < 400 && !reader.isClosed;) {
+        assert.ok(Date.now() < deadline, `400 events within 15 s: ${reader.events.length} arrived`);
+        await sleep(10);
+      }
+      assert.equal(reader.isClosed, false, `the stream was not cut off (${reader.events.length} events arrived)`);
+      assert.deepEqual(reader.events.map((e) => e.id), Array.from({ length: 400 }, (_, i) => i + 1));
+    } finally {
+      reader.close();
+    }
+  });
+
   test('a reader catching up that takes nothing for two heartbeat intervals is cut off, and its place freed', async () => {
     const opened = Date.now();
     const stalled = await openOnceFree(paced.key, { 'last-event-id': '0' }, true);
@@ -345,3 +374,48 @@ describe('the event stream\'s bounds', () => {
 });
 
 
+
+describe('a stream opening while the process stops', () => {
+  test('is refused (503) instead of left open without heartbeats, and the stop does not wait for it', async () => {
+    const service = await TestService.start({ jobWorkers: false });
+    const p = await service.createProject('Stopping');
+    const locker = new pg.Client({ connectionString: service.databaseUrl });
+    await locker.connect();
+    let stopping: Promise<void> | undefined;
+    try {
+      // The stream's head waits on a table the test holds.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE project_event_counts IN ACCESS EXCLUSIVE MODE');
+      // On a connection of its own: stopping the test's service ends its agent's connections.
+      const opening = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = https.request(new URL('/v1/event/stream', service.baseUrl), {
+          headers: { authorization: `Bearer ${p.key}` }, agent: false, ca: readFileSync(service.config.tlsCertFile!),
+        }, (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => { body += chunk; });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      for (const deadline = Date.now() + 5000; ; await sleep(20)) {
+        const { rows: [{ n }] } = await locker.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'project_event_counts'::regclass AND NOT granted`);
+        if (n >= 1) break;
+        assert.ok(Date.now() < deadline, 'the stream waits on its head');
+      }
+      const started = Date.now();
+      stopping = service.stop();
+      await sleep(200);
+      await locker.query('ROLLBACK');
+      const answer = await opening;
+      assert.equal(answer.status, 503, answer.body);
+      assert.deepEqual(JSON.parse(answer.body), { code: 503, title: 'Service Unavailable', response: MESSAGES.unavailable });
+      await stopping;
+      assert.ok(Date.now() - started < 4000, `stopped in ${Date.now() - started} ms`);
+    } finally {
+      await locker.end();
+      if (!stopping) await service.stop();
+    }
+  });
+});
