@@ -82,6 +82,16 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       next(errors.notImplemented());
     };
   }
+  /** What is full answers 503 at once (load shedding, not a fault), logged with what it was. */
+  const full = (req: GatewayRequest, res: Response, what: string) => {
+    log.warn({ requestId: req.requestId }, `${what} full, shedding load`);
+    fail(req, res, errors.unavailable());
+  };
+  /** Past the queue bound, a request is answered at once instead of waiting its turn. */
+  const shed = (req: GatewayRequest, res: Response, next: Next, what: string) => {
+    full(req, res, what);
+    next(false);
+  };
   if (endpoint.runs === 'stream') {
     return function openStream(req, res, next) {
       let query;
@@ -92,9 +102,8 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       }
       // restify answers 500 for a chain that ends before its response has begun: next comes after the head.
       known.check(req).then(() => streams.open(req, res, query).then((opened) => {
-        if (opened) return releaseAddress(res);
-        log.warn({ requestId: req.requestId }, 'event streams full, refusing another');
-        fail(req, res, errors.unavailable());
+        if (opened) releaseAddress(res);
+        else full(req, res, 'event streams');
       }, (err: unknown) => {
         log.warn({ requestId: req.requestId, err: errorFields(err) }, 'event stream could not open');
         if (res.headersSent) res.destroy();
@@ -102,12 +111,6 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       }), (err: unknown) => fail(req, res, err)).finally(() => next(false));
     };
   }
-  /** Past the queue bound, a request is answered 503 at once instead of waiting its turn. */
-  const shed = (req: GatewayRequest, res: Response, next: Next, what: string) => {
-    log.warn({ requestId: req.requestId }, `${what} full, shedding load`);
-    fail(req, res, errors.unavailable());
-    next(false);
-  };
   return function runEndpoint(req, res, next) {
     let request: DomainRequest;
     try {
