@@ -294,24 +294,42 @@ describe('the event stream\'s bounds', () => {
 
   /**
    * Holds the table the streams read their project's head from, so that each stream opening waits
-   * on it with its place taken; resolves once `waiting` of them wait.
+   * on it with its place taken; resolves once `waiting` of them wait (and lets go if they do not).
    */
-  async function holdHeads(waiting: number): Promise<() => Promise<void>> {
-    const client = await service.db.connect();
+  async function holdHeads(on: TestService, waiting: number): Promise<() => Promise<void>> {
+    const client = await on.db.connect();
+    const release = () => client.query('ROLLBACK').finally(() => client.release()).then(() => undefined);
     await client.query('BEGIN');
     await client.query('LOCK TABLE project_event_counts IN ACCESS EXCLUSIVE MODE');
-    for (const deadline = Date.now() + 5000; ; await sleep(20)) {
-      const { rows: [{ n }] } = await service.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'project_event_counts'::regclass AND NOT granted`);
-      if (n >= waiting) break;
-      assert.ok(Date.now() < deadline, `${waiting} streams wait on the head within 5 s: ${n} do`);
+    try {
+      for (const deadline = Date.now() + 5000; ; await sleep(20)) {
+        const { rows: [{ n }] } = await on.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'project_event_counts'::regclass AND NOT granted`);
+        if (n >= waiting) break;
+        assert.ok(Date.now() < deadline, `${waiting} streams wait on the head within 5 s: ${n} do`);
+      }
+    } catch (err) {
+      await release();
+      throw err;
     }
-    return () => client.query('ROLLBACK').finally(() => client.release()).then(() => undefined);
+    return release;
   }
 
-  test('streams opening at once cannot pass the bound together', async () => {
-    const project = await service.createProject('Opened at once');
-    const opening = Array.from({ length: 5 }, () => EventStreamReader.open(service, '/v1/event/stream', project.key));
-    const release = await holdHeads(2);
+  /**
+   * A service of the test's own holding two streams: its places are all free when the test starts
+   * (a stream another test closed is freed only once its service sees it go).
+   */
+  async function withTwoPlaces(test: (own: TestService, project: TestProject) => Promise<void>): Promise<void> {
+    const own = await TestService.start({ jobWorkers: false, env: { MAX_EVENT_STREAMS: '2' } });
+    try {
+      await test(own, await own.createProject('Two places'));
+    } finally {
+      await own.stop();
+    }
+  }
+
+  test('streams opening at once cannot pass the bound together', () => withTwoPlaces(async (own, project) => {
+    const opening = Array.from({ length: 5 }, () => EventStreamReader.open(own, '/v1/event/stream', project.key));
+    const release = await holdHeads(own, 2);
     await sleep(200);
     await release();
     const readers = await Promise.all(opening);
@@ -320,30 +338,29 @@ describe('the event stream\'s bounds', () => {
     } finally {
       for (const reader of readers) reader.close();
     }
-  });
+  }));
 
-  test('a client that leaves while its stream opens gives its place back', async () => {
-    const project = await service.createProject('Left while opening');
+  test('a client that leaves while its stream opens gives its place back', () => withTwoPlaces(async (own, project) => {
     const leaving = Array.from({ length: 2 }, () => {
-      const req = https.request(new URL('/v1/event/stream', service.baseUrl), {
-        headers: { authorization: `Bearer ${project.key}` }, agent: false, ca: readFileSync(service.config.tlsCertFile!),
+      const req = https.request(new URL('/v1/event/stream', own.baseUrl), {
+        headers: { authorization: `Bearer ${project.key}` }, agent: false, ca: readFileSync(own.config.tlsCertFile!),
       });
       req.on('error', () => {});
       req.end();
       return req;
     });
-    const release = await holdHeads(2);
+    const release = await holdHeads(own, 2);
     for (const req of leaving) req.destroy();
     await sleep(300);
     await release();
     await sleep(300);
-    const readers = [await EventStreamReader.open(service, '/v1/event/stream', project.key), await EventStreamReader.open(service, '/v1/event/stream', project.key)];
+    const readers = [await EventStreamReader.open(own, '/v1/event/stream', project.key), await EventStreamReader.open(own, '/v1/event/stream', project.key)];
     try {
       assert.deepEqual(readers.map((r) => r.status), [200, 200]);
     } finally {
       for (const reader of readers) reader.close();
     }
-  });
+  }));
 
   test('with every place taken, a known key revoked since is refused (403), not told to wait (503)', async () => {
     const project = await service.createProject('Full, then revoked');
