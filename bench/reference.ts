@@ -34,3 +34,5 @@ if (mode === 'r1') {
 
 server.listen(Number(portArg), '127.0.0.1', () => process.send?.('ready'));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
+// The bench gone (crashed, or killed) closes this channel: a reference server never outlives it.
+process.on('disconnect', () => process.exit(0));

@@ -274,11 +274,17 @@ export async function streamDelivery(options: StreamBenchOptions): Promise<Strea
     const treeBefore = treeCpuSeconds();
     const started = performance.now();
     const pending: Promise<void>[] = [];
+    const failedChanges: string[] = [];
     for (let i = 0; i < total; i++) {
       const due = started + (i * 1000) / options.ratePerS;
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      pending.push(options.change(i).then((id) => { answered.set(id, { at: performance.now(), measured: i >= options.warmupChanges }); }));
+      // Caught at once: a change failing while later ones are still being paced must not be an
+      // unhandled rejection (which ends the bench and leaves its processes behind).
+      pending.push(options.change(i).then(
+        (id) => { answered.set(id, { at: performance.now(), measured: i >= options.warmupChanges }); },
+        (err: Error) => { failedChanges.push(`change ${i}: ${err.message}`); },
+      ));
     }
     await Promise.all(pending);
     const deadline = Date.now() + DELIVERY_TIMEOUT_MS;
@@ -293,7 +299,7 @@ export async function streamDelivery(options: StreamBenchOptions): Promise<Strea
     // Anything beyond the changes' events would show up now.
     await new Promise((r) => setTimeout(r, 300));
 
-    const problems: string[] = [];
+    const problems: string[] = failedChanges.slice(0, 3);
     const relatedIds = new Set(related);
     if (relatedIds.size !== total || [...answered.keys()].some((id) => !relatedIds.has(id))) {
       problems.push(`the streams' events relate to ${relatedIds.size} distinct records; ${total} changes were made`);

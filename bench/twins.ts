@@ -76,3 +76,5 @@ for (const endpoint of Object.values(ENDPOINTS)) {
 
 server.listen(Number(portArg), '127.0.0.1', () => process.send?.('ready'));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
+// The bench gone (crashed, or killed) closes this channel: a reference server never outlives it.
+process.on('disconnect', () => process.exit(0));
