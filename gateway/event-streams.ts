@@ -57,6 +57,38 @@ function frame(row: StreamRow): string {
   return `id: ${row.sequence}\nevent: ${row.type_name}\ndata: ${row.body}\n\n`;
 }
 
+const CRLF = Buffer.from('\r\n', 'latin1');
+
+/** Bytes for the streams, with their chunk framing made once however many streams they go to. */
+class Wire {
+  readonly body: Buffer;
+  private framed: Buffer | undefined;
+
+  constructor(text: string) {
+    this.body = Buffer.from(text, 'utf8');
+  }
+
+  /** The body as one chunk of HTTP/1.1's chunked transfer coding. */
+  get chunk(): Buffer {
+    return this.framed ??= Buffer.concat([Buffer.from(`${this.body.length.toString(16)}\r\n`, 'latin1'), this.body, CRLF]);
+  }
+}
+
+/**
+ * Writes to a stream's socket itself once its response owns the socket (its head is then queued
+ * there already), in the framing its head announced: a chunk, or the bytes as they are for an
+ * HTTP/1.0 client's body that the connection's end delimits. One fan-out writes to every stream,
+ * and res.write would frame each write anew in four writes to a corked socket; a response still
+ * queued behind another on its connection (no socket yet) takes the plain way.
+ */
+function send(res: Response, wire: Wire): void {
+  const { socket } = res;
+  if (!socket) res.write(wire.body);
+  else socket.write(res.chunkedEncoding ? wire.chunk : wire.body);
+}
+
+const KEEP_ALIVE = new Wire(': keep-alive\n\n');
+
 export class EventStreams {
   private readonly feeds = new Map<string, Feed>();
   private readonly streams = new Set<Stream>();
@@ -178,11 +210,11 @@ export class EventStreams {
           const frames = rows.map(frame);
           const first = rows[0]!.sequence;
           const last = rows[rows.length - 1]!.sequence;
-          let all: Buffer | undefined;
+          let all: Wire | undefined;
           for (const stream of feed.streams) {
             if (!stream.live || stream.closed) continue;
             if (!stream.types && !stream.actors && stream.position < first) {
-              stream.res.write(all ??= Buffer.from(frames.join(''), 'utf8'));
+              send(stream.res, all ??= new Wire(frames.join('')));
               stream.position = last;
             } else {
               this.pass(stream, rows, frames);
@@ -215,7 +247,7 @@ export class EventStreams {
       if (stream.actors && (row.actor_id === null || !stream.actors.has(row.actor_id))) continue;
       text += frames[i];
     }
-    if (text) stream.res.write(text);
+    if (text) send(stream.res, new Wire(text));
   }
 
   /**
@@ -236,22 +268,24 @@ export class EventStreams {
    */
   private drained(stream: Stream): Promise<boolean> {
     const { res } = stream;
-    if (stream.closed || !res.writableNeedDrain) return Promise.resolve(!stream.closed);
+    // What send() writes to.
+    const writer = res.socket ?? res;
+    if (stream.closed || !writer.writableNeedDrain) return Promise.resolve(!stream.closed);
     return new Promise((resolve) => {
       const stalled = setTimeout(() => this.end(stream, true), 2 * this.config.eventStreamHeartbeatMs);
       const done = () => {
         clearTimeout(stalled);
-        res.off('drain', done);
+        writer.off('drain', done);
         res.off('close', done);
         resolve(!stream.closed);
       };
-      res.on('drain', done);
+      writer.on('drain', done);
       res.on('close', done);
     });
   }
 
   private heartbeat(): void {
-    for (const stream of this.streams) if (!this.behind(stream)) stream.res.write(': keep-alive\n\n');
+    for (const stream of this.streams) if (!this.behind(stream)) send(stream.res, KEEP_ALIVE);
   }
 
   /** Once a second: streams of keys that no longer authenticate end; projects behind their head fetch. */

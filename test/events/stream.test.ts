@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
+import tls from 'node:tls';
 import pg from 'pg';
 import { after, before, describe, test } from 'node:test';
 import { writeEvents } from '../../domain/audit.ts';
@@ -50,6 +51,69 @@ function jobs(p: TestProject, count: number, padding = 0): AuditJob[] {
     origin: 'api', actor_id: p.keyId, ip_address: '127.0.0.1',
     details: { changes: { name: { from: `n${i}`, to: `m${i}${'x'.repeat(padding)}` } } }, created_at: now,
   }));
+}
+
+/** A raw TLS connection to the service: every byte it receives, and whether the service closed it. */
+class RawConnection {
+  bytes = Buffer.alloc(0);
+  closed = false;
+  private readonly socket: tls.TLSSocket;
+
+  constructor(service: TestService, request: string) {
+    this.socket = tls.connect({ host: '127.0.0.1', port: Number(new URL(service.baseUrl).port), ca: readFileSync(service.config.tlsCertFile!), servername: 'localhost' });
+    this.socket.on('data', (chunk: Buffer) => { this.bytes = Buffer.concat([this.bytes, chunk]); });
+    this.socket.on('error', () => {});
+    this.socket.on('close', () => { this.closed = true; });
+    this.socket.once('secureConnect', () => this.socket.write(request));
+  }
+
+  get text(): string {
+    return this.bytes.toString('utf8');
+  }
+
+  async waitUntil(what: string, done: () => boolean): Promise<void> {
+    for (const deadline = Date.now() + 5000; !done();) {
+      assert.ok(Date.now() < deadline, `${what}; received: ${JSON.stringify(this.text)}`);
+      await sleep(10);
+    }
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+}
+
+/**
+ * A chunked body decoded strictly: each chunk's size in hex, CRLF, exactly that many bytes, CRLF.
+ * Returns the body so far and whether its last chunk (size 0) has come; throws at any misframing.
+ */
+function dechunk(body: Buffer): { text: string; last: boolean } {
+  const parts: Buffer[] = [];
+  let at = 0;
+  while (at < body.length) {
+    const eol = body.indexOf('\r\n', at, 'latin1');
+    if (eol < 0) break;
+    const sizeLine = body.toString('latin1', at, eol);
+    assert.match(sizeLine, /^[0-9a-f]+$/, `a chunk size line at byte ${at}`);
+    const size = parseInt(sizeLine, 16);
+    if (size === 0) {
+      assert.equal(body.toString('latin1', eol + 2), '\r\n', 'the last chunk ends the body');
+      return { text: Buffer.concat(parts).toString('utf8'), last: true };
+    }
+    if (eol + 2 + size + 2 > body.length) break;
+    parts.push(body.subarray(eol + 2, eol + 2 + size));
+    assert.equal(body.toString('latin1', eol + 2 + size, eol + 4 + size), '\r\n', `CRLF after the chunk at byte ${at}`);
+    at = eol + 4 + size;
+  }
+  return { text: Buffer.concat(parts).toString('utf8'), last: false };
+}
+
+/** The events of an SSE text (comments skipped): each one's id, type and related record's id. */
+function sseEvents(text: string): Array<{ id: number; event: string; related: string }> {
+  return text.split('\n\n').filter((block) => block && !block.startsWith(':')).map((block) => {
+    const lines = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(': ')), line.slice(line.indexOf(': ') + 2)]));
+    return { id: Number(lines.id), event: lines.event!, related: JSON.parse(lines.data!).related.id };
+  });
 }
 
 describe('the event stream', () => {
@@ -170,6 +234,68 @@ describe('the event stream', () => {
       [new URL(service.databaseUrl).pathname.slice(1)]);
     assert.ok(readers.length >= 8);
     assert.equal(rows[0].n, 1);
+  });
+
+  test('on the wire: events in well-formed chunks over HTTP/1.1, as they are over HTTP/1.0 until the connection ends, and behind another request on a connection', async () => {
+    const streamer = await createKey(service, p.key, { name: 'wire', scope: ['event:read', 'key:read'] });
+    await service.waitForJobsDrained();
+    const ask = (version: string) => `GET /v1/event/stream ${version}\r\nHost: localhost\r\nAuthorization: Bearer ${streamer.key}\r\n\r\n`;
+    const current = `GET /v1/key/current HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${streamer.key}\r\n\r\n`;
+    const chunked = new RawConnection(service, ask('HTTP/1.1'));
+    const plain = new RawConnection(service, ask('HTTP/1.0'));
+    const behind = new RawConnection(service, current + ask('HTTP/1.1'));
+    const connections = [chunked, plain, behind];
+    const heads = (c: RawConnection) => c.text.split('\r\n\r\n').length - 1;
+    try {
+      await chunked.waitUntil('the HTTP/1.1 stream\'s head', () => heads(chunked) >= 1);
+      await plain.waitUntil('the HTTP/1.0 stream\'s head', () => heads(plain) >= 1);
+      await behind.waitUntil('both heads on the shared connection', () => heads(behind) >= 2);
+      const made = [
+        await createKey(service, p.key, { name: 'on the wire 1', scope: ['key:read'] }),
+        await createKey(service, p.key, { name: 'on the wire 2', scope: ['key:read'] }),
+      ];
+      const wanted = made.map((k) => k.id);
+
+      /** The stream's response on a connection: its head, and its body's bytes after it. */
+      const stream = (c: RawConnection) => {
+        const at = c.bytes.lastIndexOf('HTTP/1.1 200 ');
+        const end = c.bytes.indexOf('\r\n\r\n', at);
+        return { head: c.bytes.toString('latin1', at, end), body: c.bytes.subarray(end + 4) };
+      };
+      const related = (text: string) => sseEvents(text).map((e) => e.related);
+      for (const c of [chunked, behind]) {
+        await c.waitUntil('both events, chunked', () => related(dechunk(stream(c).body).text).length >= 2);
+        assert.match(stream(c).head, /\r\ntransfer-encoding: chunked/i);
+        const text = dechunk(stream(c).body).text;
+        assert.ok(text.startsWith(': following the audit trail\n\n'), text);
+        const events = sseEvents(text);
+        assert.deepEqual(events.map((e) => e.related), wanted);
+        assert.deepEqual(events.map((e) => e.event), ['key.created', 'key.created']);
+        assert.equal(events[1]!.id, events[0]!.id + 1);
+      }
+      const first = JSON.parse(behind.text.slice(behind.text.indexOf('\r\n\r\n') + 4, behind.text.indexOf('HTTP/1.1 200 ', 20)));
+      assert.equal(first.response.id, streamer.id, 'the request before the stream answered first, whole');
+
+      await plain.waitUntil('both events, unframed', () => related(plain.text.slice(plain.text.indexOf('\r\n\r\n') + 4)).length >= 2);
+      assert.match(plain.text, /^HTTP\/1\.1 200 /);
+      const plainHead = plain.text.slice(0, plain.text.indexOf('\r\n\r\n'));
+      assert.doesNotMatch(plainHead, /transfer-encoding|content-length/i);
+      const plainBody = plain.text.slice(plainHead.length + 4);
+      assert.ok(plainBody.startsWith(': following the audit trail\n\n'), plainBody);
+      assert.deepEqual(related(plainBody), wanted);
+
+      // Ended by the service (its key revoked): the chunked body gets its last chunk, the HTTP/1.0
+      // body its connection's end.
+      assertSuccess(await service.request('DELETE', `/v1/key/${streamer.id}`, { key: p.key }), 200);
+      await chunked.waitUntil('the last chunk', () => dechunk(stream(chunked).body).last);
+      await plain.waitUntil('the connection closed', () => plain.closed);
+      // The revocation's own event may come before the end.
+      const all = sseEvents(dechunk(stream(chunked).body).text);
+      assert.deepEqual(all.slice(0, 2).map((e) => e.related), wanted);
+      for (const extra of all.slice(2)) assert.deepEqual([extra.event, extra.related], ['key.revoked', streamer.id]);
+    } finally {
+      for (const c of connections) c.destroy();
+    }
   });
 
   test('a stream ends within 2 s of its key being revoked, and of its project being disabled', async () => {
@@ -294,24 +420,28 @@ describe('the event stream\'s bounds', () => {
 
   /**
    * Holds the table the streams read their project's head from, so that each stream opening waits
-   * on it with its place taken; resolves once `waiting` of them wait (and lets go if they do not).
+   * on it with its place taken. Taken before the streams are asked for: a head read before the hold
+   * would open its stream at once, and the wait for `waiting` streams would never end.
    */
-  async function holdHeads(on: TestService, waiting: number): Promise<() => Promise<void>> {
+  async function holdHeads(on: TestService): Promise<{ waitFor: (waiting: number) => Promise<void>; release: () => Promise<void> }> {
     const client = await on.db.connect();
     const release = () => client.query('ROLLBACK').finally(() => client.release()).then(() => undefined);
     await client.query('BEGIN');
     await client.query('LOCK TABLE project_event_counts IN ACCESS EXCLUSIVE MODE');
-    try {
-      for (const deadline = Date.now() + 5000; ; await sleep(20)) {
-        const { rows: [{ n }] } = await on.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'project_event_counts'::regclass AND NOT granted`);
-        if (n >= waiting) break;
-        assert.ok(Date.now() < deadline, `${waiting} streams wait on the head within 5 s: ${n} do`);
+    /** Resolves once `waiting` streams wait on the head (and lets go if they do not within 5 s). */
+    const waitFor = async (waiting: number) => {
+      try {
+        for (const deadline = Date.now() + 5000; ; await sleep(20)) {
+          const { rows: [{ n }] } = await on.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'project_event_counts'::regclass AND NOT granted`);
+          if (n >= waiting) break;
+          assert.ok(Date.now() < deadline, `${waiting} streams wait on the head within 5 s: ${n} do`);
+        }
+      } catch (err) {
+        await release();
+        throw err;
       }
-    } catch (err) {
-      await release();
-      throw err;
-    }
-    return release;
+    };
+    return { waitFor, release };
   }
 
   /**
@@ -328,8 +458,9 @@ describe('the event stream\'s bounds', () => {
   }
 
   test('streams opening at once cannot pass the bound together', () => withTwoPlaces(async (own, project) => {
+    const { waitFor, release } = await holdHeads(own);
     const opening = Array.from({ length: 5 }, () => EventStreamReader.open(own, '/v1/event/stream', project.key));
-    const release = await holdHeads(own, 2);
+    await waitFor(2);
     await sleep(200);
     await release();
     const readers = await Promise.all(opening);
@@ -341,6 +472,7 @@ describe('the event stream\'s bounds', () => {
   }));
 
   test('a client that leaves while its stream opens gives its place back', () => withTwoPlaces(async (own, project) => {
+    const { waitFor, release } = await holdHeads(own);
     const leaving = Array.from({ length: 2 }, () => {
       const req = https.request(new URL('/v1/event/stream', own.baseUrl), {
         headers: { authorization: `Bearer ${project.key}` }, agent: false, ca: readFileSync(own.config.tlsCertFile!),
@@ -349,7 +481,7 @@ describe('the event stream\'s bounds', () => {
       req.end();
       return req;
     });
-    const release = await holdHeads(own, 2);
+    await waitFor(2);
     for (const req of leaving) req.destroy();
     await sleep(300);
     await release();
