@@ -103,7 +103,12 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const server = restify.createServer({
     name: '',
     log: log as never,
-    httpsServerOptions: { cert: tls.cert, key: tls.key, handshakeTimeout: config.tlsHandshakeTimeoutMs },
+    httpsServerOptions: {
+      cert: tls.cert, key: tls.key, handshakeTimeout: config.tlsHandshakeTimeoutMs,
+      // Node offers http/1.1 alone, so a client asking for http/1.0 (curl --http1.0) was refused in
+      // the handshake, though its requests are served.
+      ALPNProtocols: ['http/1.1', 'http/1.0'],
+    },
     handleUncaughtExceptions: false,
     // find-my-way stops matching a parameter past 100 characters by default, which would turn an
     // over-long id on a known path into the unknown-path 404; Node's header limit bounds it anyway.

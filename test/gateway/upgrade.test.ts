@@ -105,6 +105,39 @@ test('an Upgrade request over plain HTTP gets the 301, and a client giving up on
   assert.equal(reply.headers.location, `${service.baseUrl}/v1/key?x=1`);
 });
 
+/**
+ * A TLS connection offering these application protocols (ALPN), with one request sent as
+ * `version` once it is up: the protocol the service chose and the raw answer, or the handshake's
+ * error code.
+ */
+function negotiate(offered: string[], version: string): Promise<{ chosen: string | false | null; text: string } | { error: string }> {
+  return new Promise((resolve) => {
+    const socket = tls.connect({
+      host: '127.0.0.1', port: Number(new URL(service.baseUrl).port), servername: 'localhost',
+      ca: readFileSync(service.config.tlsCertFile!), ALPNProtocols: offered,
+    });
+    let text = '';
+    socket.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
+    socket.once('secureConnect', () => {
+      socket.write(`GET /v1/key/current ${version}\r\nHost: localhost\r\nAuthorization: Bearer ${project.key}\r\nConnection: close\r\n\r\n`);
+    });
+    socket.on('data', (chunk: Buffer) => { text += chunk.toString('utf8'); });
+    socket.on('end', () => resolve({ chosen: socket.alpnProtocol, text }));
+  });
+}
+
+test('ALPN: a client offering http/1.0 (curl --http1.0) or http/1.1 is served in it; one offering only h2 is refused in the handshake', async () => {
+  const cases: Array<[string[], string, string]> = [[['http/1.1'], 'HTTP/1.1', 'http/1.1'], [['http/1.0'], 'HTTP/1.0', 'http/1.0'], [['h2', 'http/1.1'], 'HTTP/1.1', 'http/1.1']];
+  for (const [offered, version, chosen] of cases) {
+    const outcome = await negotiate(offered, version);
+    assert.ok('chosen' in outcome, `${offered.join(',')}: ${JSON.stringify(outcome)}`);
+    assert.equal(outcome.chosen, chosen, offered.join(','));
+    assert.match(outcome.text, /^HTTP\/1\.1 200 OK\r\n/, offered.join(','));
+    assert.equal(JSON.parse(outcome.text.slice(outcome.text.indexOf('\r\n\r\n') + 4)).code, 200);
+  }
+  assert.deepEqual(await negotiate(['h2'], 'HTTP/1.1'), { error: 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL' });
+});
+
 test('the gateway still answers after the Upgrade requests', async () => {
   assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
 });
