@@ -2,10 +2,10 @@
 // same database as `npm start`, prints one JSON object on stdout, exits 0; on failure a message
 // on stderr and a non-zero exit (2, with one line, for a usage error).
 import { parseArgs } from 'node:util';
-import { Invalid, activateApp, setLogo } from '../domain/apps.ts';
+import { activateApp, setLogo } from '../domain/apps.ts';
 import { ApiError } from '../domain/errors.ts';
 import { parseNewKey } from '../domain/keys.ts';
-import { NotFound, createProject, createProjectKey, disableConsumer, disableProject, setPlan, verifyProjectChain } from '../domain/projects.ts';
+import { Invalid, NotFound, createProject, createProjectKey, disableConsumer, disableProject, setPlan, verifyProjectChain } from '../domain/projects.ts';
 import { recordRun } from '../domain/runs.ts';
 import type { Actor, Services } from '../domain/services.ts';
 import { readConfig } from '../lib/config.ts';
@@ -77,7 +77,8 @@ function flagText(args: Args, flag: string): string {
 }
 
 const COMMANDS: Record<string, Command> = {
-  'project create': (services, actor, { values }) => {
+  'project create': (services, actor, { values, positionals }) => {
+    none(positionals, 'project create');
     if (!values.name?.trim()) throw new UsageError('project create needs --name <name>.');
     return createProject(services, actor, values.name);
   },
@@ -90,6 +91,7 @@ const COMMANDS: Record<string, Command> = {
   'app logo': (services, actor, args) => setLogo(services, actor, one(args.positionals, 'mapp_id'), flagText(args, 'file')),
   'app activate': (services, actor, { positionals }) => activateApp(services, actor, one(positionals, 'mapp_id')),
   'run record': (services, _actor, args) => {
+    none(args.positionals, 'run record');
     const status = flagText(args, 'status');
     if (status !== 'succeeded' && status !== 'error') throw new UsageError('--status takes succeeded or error.');
     const input = flagCount(args, 'input');
@@ -103,6 +105,7 @@ const COMMANDS: Record<string, Command> = {
     });
   },
   'key create': (services, actor, args) => {
+    none(args.positionals, 'key create');
     const projectId = flagText(args, 'project');
     let input;
     try {
@@ -119,6 +122,11 @@ const COMMANDS: Record<string, Command> = {
     return verdict;
   },
 };
+
+/** A command that takes options only: a word beside them would be ignored, so it is refused. */
+function none(positionals: string[], command: string): void {
+  if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}; ${command} takes options only.`);
+}
 
 function one(positionals: string[], what: string): string {
   if (positionals.length !== 1) throw new UsageError(`expected exactly one <${what}>.`);

@@ -11,7 +11,7 @@ import { recordEvent } from './audit.ts';
 import { catalog, IMAGE_DATA_TYPE_ID, type Catalog } from './catalog.ts';
 import { errors } from './errors.ts';
 import { isImage } from './images.ts';
-import { NotFound } from './projects.ts';
+import { Invalid, NotFound } from './projects.ts';
 import { apiActor, ok, pageOf, paging, type DomainRequest } from './requests.ts';
 import { change, type Actor, type Services, type Tx } from './services.ts';
 import { APP_DESCRIPTION, APP_NAME, editedText, requiredText } from './text-fields.ts';
@@ -309,8 +309,6 @@ export async function deleteApp(services: Services, req: DomainRequest) {
 
 /** A logo bigger than this is refused before it is read. */
 export const MAX_LOGO_BYTES = 5 * 1024 * 1024;
-
-export class Invalid extends Error {}
 
 interface AppRow {
   id: string;

@@ -8,6 +8,9 @@ import { change, type Actor, type Services } from './services.ts';
 
 export class NotFound extends Error {}
 
+/** A workspace command's target or input that the change cannot take (exit 1, like NotFound). */
+export class Invalid extends Error {}
+
 /** A new consumer, a project it owns, and a `*` key for it. The secret is returned once. */
 export async function createProject(services: Services, actor: Actor, name: string) {
   return change(services, async (tx) => {
@@ -35,8 +38,11 @@ export async function createProject(services: Services, actor: Actor, name: stri
  */
 export async function createProjectKey(services: Services, actor: Actor, projectId: string, input: NewKey) {
   const { row, secret } = await change(services, async (tx) => {
-    const [owner] = await queryFile<{ consumer_id: string }>(tx.client, 'project_owner', [projectId]);
+    const [owner] = await queryFile<{ consumer_id: string; project_status: string; consumer_status: string }>(tx.client, 'project_owner', [projectId]);
     if (!owner) throw new NotFound(`No project ${projectId}.`);
+    // Its key could never authenticate: there is no command that enables either again.
+    if (owner.project_status !== 'active') throw new Invalid(`Project ${projectId} is disabled.`);
+    if (owner.consumer_status !== 'active') throw new Invalid(`Consumer ${owner.consumer_id}, the project's owner, is disabled.`);
     return insertKey(tx, actor, projectId, owner.consumer_id, input);
   });
   return { key: keyView(row, secret) };

@@ -158,3 +158,32 @@ test('key create refuses what the API refuses, and an unknown project, creating 
   assertOutcome(notAProject, { code: 1, stdout: '', stderr: `No project ${project.consumerId}.\n` }, 'a consumer id');
   assert.equal(await keyCount(project.projectId), before);
 });
+
+test('key create for a disabled project, or one whose owner is disabled, is refused (exit 1), creating nothing: its key could never authenticate', async () => {
+  const [disabledProject, disabledOwner] = await Promise.all([service.createProject('Disabled, then keyed'), service.createProject('Owner disabled, then keyed')]);
+  assert.equal((await workspace(['project', 'disable', disabledProject.projectId])).code, 0);
+  assert.equal((await workspace(['consumer', 'disable', disabledOwner.consumerId])).code, 0);
+  const [forProject, forOwner] = await Promise.all([
+    workspace(['key', 'create', '--project', disabledProject.projectId]),
+    workspace(['key', 'create', '--project', disabledOwner.projectId]),
+  ]);
+  assertOutcome(forProject, { code: 1, stdout: '', stderr: `Project ${disabledProject.projectId} is disabled.\n` }, 'disabled project');
+  assertOutcome(forOwner, { code: 1, stdout: '', stderr: `Consumer ${disabledOwner.consumerId}, the project's owner, is disabled.\n` }, 'disabled owner');
+  assert.equal(await keyCount(disabledProject.projectId), 1, 'only the key made with the project');
+  assert.equal(await keyCount(disabledOwner.projectId), 1, 'only the key made with the project');
+});
+
+test('a command that takes options only refuses a word beside them (it would be ignored): exit 2, nothing made', async () => {
+  const before = await keyCount(project.projectId);
+  const { rows: [{ n: projects }] } = await service.db.query('SELECT count(*)::int AS n FROM projects');
+  const [keyCreate, projectCreate, runRecord] = await Promise.all([
+    workspace(['key', 'create', '--project', project.projectId, 'extra']),
+    workspace(['project', 'create', '--name', 'Acme', 'Corp']),
+    workspace(['run', 'record', '--app', 'mapp_00000000000000000000', '--project', project.projectId, '--status', 'succeeded', 'twice']),
+  ]);
+  assertOutcome(keyCreate, { code: 2, stdout: '', stderr: 'unexpected argument: extra; key create takes options only.\n' }, 'key create');
+  assertOutcome(projectCreate, { code: 2, stdout: '', stderr: 'unexpected argument: Corp; project create takes options only.\n' }, 'project create');
+  assertOutcome(runRecord, { code: 2, stdout: '', stderr: 'unexpected argument: twice; run record takes options only.\n' }, 'run record');
+  assert.equal(await keyCount(project.projectId), before);
+  assert.equal((await service.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n, projects);
+});
