@@ -9,6 +9,8 @@ export const SQLSTATE = {
   duplicateDatabase: '42P04',
   tooManyConnections: '53300',
   deadlockDetected: '40P01',
+  /** lock_timeout passed (or NOWAIT found the lock taken). */
+  lockNotAvailable: '55P03',
   /** Also a statement timeout. */
   queryCanceled: '57014',
   adminShutdown: '57P01',
