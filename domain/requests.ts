@@ -89,13 +89,21 @@ function oneValue(value: string | string[] | undefined): string | undefined | nu
   return value;
 }
 
+/**
+ * A decimal integer, leading zeros and all (`0050` is 50), or NaN. One past
+ * Number.MAX_SAFE_INTEGER is taken as that: as an offset it lies past any list's end all the same.
+ */
+function decimal(text: string | null): number {
+  return text !== null && /^\d+$/.test(text) ? Math.min(Number(text), Number.MAX_SAFE_INTEGER) : NaN;
+}
+
 /** `limit` 1..100 (default 20) and `offset` >= 0 (default 0), as decimal integers. */
 export function paging(query: DomainRequest['query']): { limit: number; offset: number } {
   const limit = oneValue(query.limit);
   const offset = oneValue(query.offset);
-  const parsedLimit = limit === undefined ? DEFAULT_LIMIT : limit !== null && /^\d{1,3}$/.test(limit) ? Number(limit) : NaN;
+  const parsedLimit = limit === undefined ? DEFAULT_LIMIT : decimal(limit);
   if (!(parsedLimit >= 1 && parsedLimit <= MAX_LIMIT)) throw errors.limit();
-  const parsedOffset = offset === undefined ? 0 : offset !== null && /^\d{1,15}$/.test(offset) ? Number(offset) : NaN;
+  const parsedOffset = offset === undefined ? 0 : decimal(offset);
   if (!(parsedOffset >= 0)) throw errors.offset();
   return { limit: parsedLimit, offset: parsedOffset };
 }

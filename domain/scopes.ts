@@ -1,14 +1,14 @@
 // The one scope rule, used both by the gateway's per-route check and by key creation.
 
 export const SCOPE_RESOURCES = ['key', 'app', 'event', 'run', 'file', 'team', 'feedback', 'catalog', 'usage', 'reasoning'] as const;
-const SCOPE_ACTIONS = ['read', 'write', '*'];
+const SCOPE_ACTIONS = ['read', 'write', '*'] as const;
+
+/** Every scope a key may hold: `*`, or `<resource>:<action>`. */
+export const KNOWN_SCOPES: readonly string[] = ['*', ...SCOPE_RESOURCES.flatMap((resource) => SCOPE_ACTIONS.map((action) => `${resource}:${action}`))];
+const KNOWN = new Set(KNOWN_SCOPES);
 
 export function isKnownScope(entry: unknown): entry is string {
-  if (entry === '*') return true;
-  if (typeof entry !== 'string') return false;
-  const [resource, action, ...rest] = entry.split(':');
-  return rest.length === 0 && action !== undefined
-    && (SCOPE_RESOURCES as readonly string[]).includes(resource!) && SCOPE_ACTIONS.includes(action);
+  return typeof entry === 'string' && KNOWN.has(entry);
 }
 
 /**

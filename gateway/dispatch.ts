@@ -78,8 +78,9 @@ export interface Runners {
  */
 export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: { fail }, log }: Runners, name: string, endpoint: Endpoint): Handler {
   if (endpoint.runs === 'reserved') {
-    return function answerNotImplemented(_req, _res, next) {
-      next(errors.notImplemented());
+    const { answer } = endpoint;
+    return function answerReserved(_req, _res, next) {
+      next(answer());
     };
   }
   /** What is full answers 503 at once (load shedding, not a fault), logged with what it was. */

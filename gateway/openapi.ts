@@ -147,16 +147,21 @@ function gatewayResponses(): Record<string, object> {
 
 function operationsOutsideV1(): Record<string, object> {
   const open = { security: [], tags: ['operations'] };
+  // Any request's body is bounded before its path is known.
+  const tooLarge = { 413: { $ref: '#/components/responses/PayloadTooLarge' } };
   return {
     '/healthz': { get: { ...open, operationId: 'healthz', summary: 'The process answers.', responses: {
       200: jsonResponse(200, envelope(200, { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'], additionalProperties: false })),
+      ...tooLarge,
     } } },
     '/readyz': { get: { ...open, operationId: 'readyz', summary: 'The process and its database answer.', responses: {
       200: jsonResponse(200, envelope(200, { type: 'object', properties: { status: { const: 'ready' }, database: { const: 'ok' } }, required: ['status', 'database'], additionalProperties: false })),
+      ...tooLarge,
       503: { $ref: '#/components/responses/Unavailable' },
     } } },
     '/openapi.json': { get: { ...open, operationId: 'openapi', summary: 'This document, as it is (not in the envelope).', responses: {
       200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } },
+      ...tooLarge,
     } } },
   };
 }

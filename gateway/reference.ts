@@ -1,6 +1,7 @@
 // docs/reference.md: the API reference a reader learns the API from, written from the same
 // OpenAPI document the service serves (gateway/openapi.ts), so the two cannot drift apart.
 import { openApiDocument } from './openapi.ts';
+import { NON_BLANK } from '../workers/endpoints/schemas.ts';
 
 type Json = Record<string, any>;
 
@@ -49,9 +50,11 @@ function typeOf(schema: Json): string {
   if (schema.$ref) return schemaName(schema);
   if (schema.const !== undefined) return `\`${JSON.stringify(schema.const)}\``;
   if (schema.enum) return schema.enum.map((v: unknown) => `\`${JSON.stringify(v)}\``).join(', ');
-  if (schema.anyOf) return schema.anyOf.map(typeOf).join(' or ');
+  // Alternatives; beside a type of its own, anyOf only constrains it (which members must be there).
+  if (schema.anyOf && schema.type === undefined) return schema.anyOf.map(typeOf).join(' or ');
   // Alternatives told apart by their members' values (an event's actor): each shown with them.
   if (schema.oneOf) return schema.oneOf.map(membersOf).join(' or ');
+  if (schema.pattern === NON_BLANK) return 'string, not blank';
   if (schema.pattern) return `string \`${schema.pattern}\``;
   if (schema.type === 'array') return `array of ${schema.items ? typeOf(schema.items) : 'any'}`;
   if (schema.type === 'object' && schema.additionalProperties && typeof schema.additionalProperties === 'object') {

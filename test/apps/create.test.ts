@@ -154,6 +154,19 @@ test('`prompt` is accepted in place of `instruction` text', async () => {
   assert.deepEqual(detail.instruction[0], { id: Object.keys(app.instruction)[0], type: 'system', instruction: 'Be brief.' });
 });
 
+test('null for an optional member is its default, as the document says (status, type, category, a field\'s placeholder and required flag, an instruction\'s text beside its prompt)', async () => {
+  const app = await createApp(service, project.key, {
+    status: null, type: null, category: null,
+    data: [{ type: 'input', name: 'topic', placeholder: null, required: true }, { type: 'input', name: 'tone', placeholder: 'calm', required: null }],
+    instruction: [{ type: 'system', instruction: null, prompt: 'Be brief.' }],
+  });
+  assert.equal(app.status, 'activated');
+  assert.equal(app.category, 'general');
+  assert.deepEqual(Object.values(app.data).map((f: any) => [f.value, f.placeholder, f.required]), [['topic', '', true], ['tone', 'calm', false]]);
+  assert.deepEqual(Object.values(app.instruction), [{ type: 'system', instruction: 'Be brief.' }]);
+  assert.equal((await getApp(service, project.key, app.id)).type, 'private');
+});
+
 test('status draft and type public are kept as sent', async () => {
   const app = await createApp(service, project.key, { status: 'draft', type: 'public' });
   assert.equal(app.status, 'draft');

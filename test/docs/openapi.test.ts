@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { openApiDocument, openApiText } from '../../gateway/openapi.ts';
 import { referenceText } from '../../gateway/reference.ts';
 import { ENDPOINTS } from '../../workers/endpoints/registry.ts';
@@ -39,6 +40,57 @@ test('every endpoint of the registry is an operation, with its scope and the sco
     assert.ok(forbidden.enum.includes(`The API key is missing the required scope: ${endpoint.scope}`), name);
   }
   assert.equal(doc.paths['/v1/run-usage/summary'].get['x-scope'], 'usage:read');
+});
+
+test('every path parameter of a path template is declared by each of its operations (OpenAPI 3.1, 4.8.2)', () => {
+  const doc = openApiDocument() as any;
+  for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+    for (const [method, op] of Object.entries(operations)) {
+      const declared = (op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name);
+      assert.deepEqual(declared, names, `${method.toUpperCase()} ${path}`);
+    }
+  }
+});
+
+test('a concrete path offers what its template does, where the service answers it: DELETE /v1/key/current', () => {
+  const doc = openApiDocument() as any;
+  const refused = doc.paths['/v1/key/current'].delete;
+  assert.equal(refused['x-scope'], 'key:write');
+  assert.deepEqual(refused.responses['422'].content['application/json'].schema.properties.response, { const: 'Cannot revoke the API key currently in use.' });
+  assert.equal(refused.responses['200'], undefined, 'it never succeeds');
+});
+
+test('health, readiness and this document list the 413 a body over the limit gets there too', () => {
+  const doc = openApiDocument() as any;
+  for (const path of ['/healthz', '/readyz', '/openapi.json']) {
+    assert.deepEqual(doc.paths[path].get.responses['413'], { $ref: '#/components/responses/PayloadTooLarge' }, path);
+  }
+});
+
+test('bodies the service refuses for their form the document refuses too (blank text, a scope no key can hold, an expiry past 9999, a PATCH with nothing to change)', () => {
+  const doc = openApiDocument() as any;
+  const ajv = new Ajv2020({ strict: false });
+  ajv.addSchema(doc, 'doc');
+  const body = (path: string, method: string) => ajv.compile({ $ref: `doc#/paths/${path.replace(/\//g, '~1')}/${method}/requestBody/content/application~1json/schema` });
+  const keyBody = body('/v1/key', 'post');
+  const appBody = body('/v1/app/create', 'post');
+  const patchBody = body('/v1/app/detail/{app_id}', 'patch');
+  const app = { name: 'A', description: 'D', data: [{ type: 'input', name: 'n', required: true }], instruction: [{ type: 'system', instruction: 'I' }] };
+  assert.ok(keyBody({ name: 'a', scope: ['key:read', 'event:*', '*'], expires_at: 253_402_300_799 }));
+  assert.ok(appBody(app));
+  assert.ok(patchBody({ name: 'x', other: 1 }));
+  for (const refused of [{ name: '   ' }, { name: '\t' }, { name: 'a', scope: ['key:delete'] }, { name: 'a', expires_at: 253_402_300_800 }, { name: 'a', expires_at: -5 }]) {
+    assert.equal(keyBody(refused), false, JSON.stringify(refused));
+  }
+  for (const refused of [
+    { ...app, name: ' ' }, { ...app, description: '' }, { ...app, data: [{ type: ' ', name: 'n' }] }, { ...app, data: [{ type: 'input', name: '' }] },
+    { ...app, instruction: [{ type: 'system', instruction: ' ' }] }, { ...app, instruction: [{ type: 'system' }] },
+    { ...app, instruction: [{ type: 'system', instruction: '', prompt: 'P' }] },
+  ]) {
+    assert.equal(appBody(refused), false, JSON.stringify(refused));
+  }
+  for (const refused of [{ status: 'draft' }, { foo: 1 }, { name: '  ' }]) assert.equal(patchBody(refused), false, JSON.stringify(refused));
 });
 
 describe('the check every test\'s replies go through', () => {

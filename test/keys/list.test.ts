@@ -124,11 +124,20 @@ test('limit defaults to 20; total counts every listed key, not the page; offset 
   const beyond = await listOf(project, '?offset=25');
   assert.deepEqual(beyond.data, []);
   assert.equal(beyond.total, 25);
+
+  // Leading zeros name the same integers (the document's `integer`): 0003 is 3, 0005 is 5.
+  const zeros = await listOf(project, '?limit=0003&offset=0000000000000000005');
+  assert.deepEqual(zeros.data.map((k: any) => k.id), expected.slice(5, 8));
+  // Any integer >= 0 is an offset (decisions.md), however long: past the end, an empty page.
+  for (const offset of ['999999999999999', '9007199254740993', '1'.repeat(40)]) {
+    const past = await listOf(project, `?limit=0100&offset=${offset}`);
+    assert.deepEqual([past.data, past.total], [[], 25], offset);
+  }
 });
 
 test('an invalid limit answers 422 `limit must be an integer from 1 to 100.`', async () => {
   const project = await service.createProject();
-  for (const query of ['limit=0', 'limit=101', 'limit=-1', 'limit=1.5', 'limit=abc', 'limit=', 'limit=2&limit=3', 'limit=1000']) {
+  for (const query of ['limit=0', 'limit=101', 'limit=-1', 'limit=1.5', 'limit=abc', 'limit=', 'limit=2&limit=3', 'limit=1000', 'limit=000', 'limit=0101', 'limit=+5']) {
     const reply = await service.request('GET', `/v1/key?${query}`, { key: project.key });
     assertError(reply, 422, 'limit must be an integer from 1 to 100.');
   }
@@ -136,7 +145,7 @@ test('an invalid limit answers 422 `limit must be an integer from 1 to 100.`', a
 
 test('an invalid offset answers 422 `offset must be a non-negative integer.`', async () => {
   const project = await service.createProject();
-  for (const query of ['offset=-1', 'offset=1.5', 'offset=abc', 'offset=', 'offset=0&offset=1', 'limit=5&offset=-3']) {
+  for (const query of ['offset=-1', 'offset=1.5', 'offset=abc', 'offset=', 'offset=0&offset=1', 'limit=5&offset=-3', 'offset=+1', 'offset=1e3']) {
     const reply = await service.request('GET', `/v1/key?${query}`, { key: project.key });
     assertError(reply, 422, 'offset must be a non-negative integer.');
   }

@@ -75,6 +75,15 @@ export interface CheckedReply {
 /** Characters the router takes as they are: any other (`%`, `#`, …) it may decode or refuse first. */
 const PLAIN_PATH = /^[A-Za-z0-9_~\/-]*$/;
 
+/** The operation a plain path reaches, as the router finds it, and where it is in the document. */
+function operationFor(method: string, path: string): { operation: Json; location: string } | undefined {
+  const matching = templates.filter((t) => t.pattern.test(path));
+  // As the router does: a literal path first, unless only a template offers the method there.
+  const template = matching.find((t) => doc.paths[t.path][method.toLowerCase()]) ?? matching[0];
+  const operation = template ? doc.paths[template.path][method.toLowerCase()] : undefined;
+  return operation ? { operation, location: pointer('paths', template!.path, method.toLowerCase()) } : undefined;
+}
+
 export function checkReplyAgainstDocument(method: string, pathAndQuery: string, reply: CheckedReply): void {
   const rawPath = pathAndQuery.split('?')[0]!;
   const path = withoutDotSegments(rawPath);
@@ -83,12 +92,9 @@ export function checkReplyAgainstDocument(method: string, pathAndQuery: string, 
   let candidates: Array<{ response: Json; location: string }>;
   let operationId: string | undefined;
   if (PLAIN_PATH.test(path.replace(/\./g, ''))) {
-    const matching = templates.filter((t) => t.pattern.test(path));
-    // As the router does: a literal path first, unless only a template offers the method there.
-    const template = matching.find((t) => doc.paths[t.path][method.toLowerCase()]) ?? matching[0];
-    const operation = template ? doc.paths[template.path][method.toLowerCase()] : undefined;
-    operationId = operation?.operationId;
-    const own = operation ? documented(operation.responses, pointer('paths', template!.path, method.toLowerCase(), 'responses'), reply.status) : undefined;
+    const found = operationFor(method, path);
+    operationId = found?.operation.operationId;
+    const own = found ? documented(found.operation.responses, `${found.location}/responses`, reply.status) : undefined;
     // The gateway's own answers (a malformed request, a timeout) can meet any request.
     candidates = [...(own ? [own] : []), ...(gateway ? [gateway] : [])];
   } else {
@@ -123,4 +129,37 @@ export function checkReplyAgainstDocument(method: string, pathAndQuery: string, 
 export function checkAgainstSchema(name: string, value: unknown, what: string): void {
   const validate = validatorFor(pointer('components', 'schemas', name));
   if (!validate(value)) assert.fail(`${what}: not a valid ${name}: ${ajv.errorsText(validate.errors)}; value: ${JSON.stringify(value).slice(0, 500)}`);
+}
+
+/** A query value as its parameter's schema reads it: integers as numbers, where they are digits. */
+function queryValue(schema: Json, value: string): unknown {
+  return schema.type === 'integer' && /^-?\d+$/.test(value) ? Number(value) : value;
+}
+
+/**
+ * A request the service accepted (2xx) must be one the document allows, so that the document never
+ * forbids what the service takes: its JSON body valid against the operation's request body, and
+ * each documented query parameter against its schema (a repeated one as an array).
+ */
+export function checkAcceptedRequest(method: string, pathAndQuery: string, body: unknown, status: number): void {
+  if (status < 200 || status >= 300) return;
+  const [rawPath, query = ''] = pathAndQuery.split('?') as [string, string?];
+  const path = withoutDotSegments(rawPath);
+  if (!PLAIN_PATH.test(path.replace(/\./g, ''))) return;
+  const found = operationFor(method, path);
+  if (!found) return;
+  const what = `${method} ${pathAndQuery} was accepted (${status})`;
+  if (body !== undefined && found.operation.requestBody) {
+    const validate = validatorFor(`${found.location}/${pointer('requestBody', 'content', 'application/json', 'schema')}`);
+    if (!validate(body)) assert.fail(`${what}, but the document refuses its body: ${ajv.errorsText(validate.errors)}; body: ${JSON.stringify(body).slice(0, 500)}`);
+  }
+  const params = new URLSearchParams(query);
+  for (const [index, parameter] of ((found.operation.parameters ?? []) as Json[]).entries()) {
+    if (parameter.in !== 'query' || !params.has(parameter.name)) continue;
+    const schema = parameter.schema as Json;
+    const values = params.getAll(parameter.name);
+    const value = schema.type === 'array' ? values.map((v) => queryValue(schema.items ?? {}, v)) : queryValue(schema, values[0]!);
+    const validate = validatorFor(`${found.location}/${pointer('parameters', String(index), 'schema')}`);
+    if (!validate(value)) assert.fail(`${what}, but the document refuses its ${parameter.name}: ${ajv.errorsText(validate.errors)}; value: ${JSON.stringify(value)}`);
+  }
 }

@@ -14,7 +14,7 @@ import { createPool } from '../../lib/pool.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
 import { startJobWorkers, type JobWorkers } from '../../workers/jobs/start.ts';
-import { checkReplyAgainstDocument } from './openapi-check.ts';
+import { checkAcceptedRequest, checkReplyAgainstDocument } from './openapi-check.ts';
 import { tempDir } from './tmp.ts';
 import { waitFor } from './wait.ts';
 
@@ -150,7 +150,10 @@ export class TestService {
 
   request(method: string, pathAndQuery: string, options: RequestOptions = {}): Promise<Reply> {
     const { headers, payload } = requestParts(options);
-    return send(https.request(new URL(pathAndQuery, this.baseUrl), { method, headers, agent: this.agent }), payload);
+    return send(https.request(new URL(pathAndQuery, this.baseUrl), { method, headers, agent: this.agent }), payload).then((reply) => {
+      checkAcceptedRequest(method, pathAndQuery, sentJson(options.body), reply.status);
+      return reply;
+    });
   }
 
   /** The same request over the plain-HTTP listener. */
@@ -195,6 +198,17 @@ export class TestService {
 }
 
 /** Headers and bytes of a test request: the key as a Bearer header, an object body as JSON. */
+/** A request body as JSON, when it is JSON. */
+function sentJson(body: RequestOptions['body']): unknown {
+  if (body === undefined) return undefined;
+  if (!Buffer.isBuffer(body) && typeof body !== 'string') return body;
+  try {
+    return JSON.parse(body.toString());
+  } catch {
+    return undefined;
+  }
+}
+
 export function requestParts(options: RequestOptions): { headers: Record<string, string | number>; payload: Buffer | undefined } {
   const headers: Record<string, string | number> = { ...options.headers };
   if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;

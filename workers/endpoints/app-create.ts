@@ -1,7 +1,7 @@
 import { createApp } from '../../domain/apps.ts';
 import { errors } from '../../domain/errors.ts';
 import type { PoolEndpoint } from './endpoint.ts';
-import { ref } from './schemas.ts';
+import { NON_BLANK, ref } from './schemas.ts';
 
 export const appCreate = {
   method: 'POST',
@@ -14,9 +14,9 @@ export const appCreate = {
       type: 'object',
       required: ['name', 'description', 'data', 'instruction'],
       properties: {
-        name: { type: 'string', maxLength: 200 },
-        description: { type: 'string', maxLength: 2000 },
-        category: { type: 'string', default: 'general', description: 'Also accepted as `task_type` or `model_task_type`.' },
+        name: { type: 'string', maxLength: 200, pattern: NON_BLANK },
+        description: { type: 'string', maxLength: 2000, pattern: NON_BLANK },
+        category: { type: ['string', 'null'], default: 'general', description: 'Also accepted as `task_type` or `model_task_type`; null for the default.' },
         data: {
           type: 'array',
           minItems: 1,
@@ -24,10 +24,10 @@ export const appCreate = {
             type: 'object',
             required: ['type', 'name'],
             properties: {
-              type: { type: 'string', description: 'A data type name (input, text area, number, email, document, image) or its mdti_ id.' },
-              name: { type: 'string' },
-              placeholder: { type: 'string' },
-              required: { type: 'boolean' },
+              type: { type: 'string', pattern: NON_BLANK, description: 'A data type name (input, text area, number, email, document, image) or its mdti_ id.' },
+              name: { type: 'string', pattern: NON_BLANK },
+              placeholder: { type: ['string', 'null'], default: '' },
+              required: { type: ['boolean', 'null'], default: false },
             },
           },
         },
@@ -36,12 +36,20 @@ export const appCreate = {
           minItems: 1,
           items: {
             type: 'object',
-            required: ['type', 'instruction'],
-            properties: { type: { const: 'system' }, instruction: { type: 'string', description: 'Also accepted as `prompt`.' } },
+            required: ['type'],
+            properties: {
+              type: { const: 'system' },
+              instruction: { type: ['string', 'null'] },
+              prompt: { type: 'string', description: 'The instruction, read when `instruction` is absent or null.' },
+            },
+            anyOf: [
+              { required: ['instruction'], properties: { instruction: { type: 'string', pattern: NON_BLANK } } },
+              { required: ['prompt'], properties: { instruction: { type: 'null' }, prompt: { pattern: NON_BLANK } } },
+            ],
           },
         },
-        status: { enum: ['draft', 'activated'], default: 'activated' },
-        type: { enum: ['private', 'public'], default: 'private' },
+        status: { enum: ['draft', 'activated', null], default: 'activated' },
+        type: { enum: ['private', 'public', null], default: 'private' },
       },
     },
   },

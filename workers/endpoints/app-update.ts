@@ -1,7 +1,7 @@
 import { updateApp } from '../../domain/apps.ts';
 import { errors } from '../../domain/errors.ts';
 import type { PoolEndpoint } from './endpoint.ts';
-import { ref } from './schemas.ts';
+import { NON_BLANK, ref } from './schemas.ts';
 
 export const appUpdate = {
   method: 'PATCH',
@@ -13,10 +13,11 @@ export const appUpdate = {
     params: { app_id: { type: 'string', description: 'mapp_…' } },
     body: {
       type: 'object',
-      minProperties: 1,
+      description: 'At least one of name, description and type; other members are ignored.',
+      anyOf: [{ required: ['name'] }, { required: ['description'] }, { required: ['type'] }],
       properties: {
-        name: { type: 'string', minLength: 1, maxLength: 200 },
-        description: { type: 'string', minLength: 1, maxLength: 2000 },
+        name: { type: 'string', minLength: 1, maxLength: 200, pattern: NON_BLANK },
+        description: { type: 'string', minLength: 1, maxLength: 2000, pattern: NON_BLANK },
         type: { enum: ['private', 'public'] },
       },
     },

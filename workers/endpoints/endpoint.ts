@@ -52,9 +52,14 @@ export interface InlineEndpoint<Response = unknown> extends Declaration {
   handler: (db: Database, req: DomainRequest) => Promise<DomainResult<Response>>;
 }
 
-/** Reserved (api.md 4.4): authenticated and scope-checked, then 501. */
+/**
+ * Reserved: authenticated and scope-checked, then always the one answer. A path of api.md 4.4
+ * not built yet (501), or a reserved identifier an operation cannot take (`DELETE
+ * /v1/key/current`).
+ */
 export interface ReservedEndpoint extends Declaration {
   runs: 'reserved';
+  answer: () => ApiError;
 }
 
 /**

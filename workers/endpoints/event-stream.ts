@@ -20,7 +20,7 @@ export const eventStream = {
     query: {
       after: { type: 'integer', minimum: 0, description: 'Resume after this sequence (Last-Event-ID wins when both are sent).' },
       type: { type: 'array', items: { enum: [...EVENT_TYPES] }, description: 'Only these event types (repeat the parameter).' },
-      actor: { type: 'string', description: 'Only the events of changes made with this key (papi_…).' },
+      actor: { type: 'array', items: { type: 'string' }, description: 'Only the events of changes made with these keys (papi_…; repeat the parameter).' },
     },
   },
   headers: { 'Last-Event-ID': { type: 'integer', minimum: 0, description: 'Resume after this sequence (sent by EventSource on reconnect).' } },

@@ -1,7 +1,8 @@
 import { errors } from '../../domain/errors.ts';
-import { createKey } from '../../domain/keys.ts';
+import { createKey, LATEST_UNIX_SECONDS } from '../../domain/keys.ts';
+import { KNOWN_SCOPES } from '../../domain/scopes.ts';
 import type { PoolEndpoint } from './endpoint.ts';
-import { ref } from './schemas.ts';
+import { NON_BLANK, ref } from './schemas.ts';
 
 export const keyCreate = {
   method: 'POST',
@@ -15,9 +16,12 @@ export const keyCreate = {
       type: 'object',
       required: ['name'],
       properties: {
-        name: { type: 'string', minLength: 1, maxLength: 200 },
-        scope: { type: ['array', 'null'], items: { type: 'string' }, minItems: 1, default: ['*'], description: '`*` or `<resource>:<action>` (action read, write or *).' },
-        expires_at: { type: ['integer', 'null'], description: 'Unix seconds in the future; 0, null or absent for never.' },
+        name: { type: 'string', minLength: 1, maxLength: 200, pattern: NON_BLANK },
+        scope: { type: ['array', 'null'], items: { enum: KNOWN_SCOPES }, minItems: 1, default: ['*'], description: '`*` or `<resource>:<action>` (action read, write or *).' },
+        expires_at: {
+          type: ['integer', 'null'], minimum: 0, maximum: LATEST_UNIX_SECONDS,
+          description: 'Unix seconds in the future (a time already past is refused); 0, null or absent for never.',
+        },
       },
     },
   },

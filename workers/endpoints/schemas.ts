@@ -130,3 +130,9 @@ export const PAGING = {
   limit: { type: 'integer', minimum: 1, maximum: 100, default: 20, description: 'Page size.' },
   offset: { type: 'integer', minimum: 0, default: 0, description: 'Records to skip, newest first.' },
 } as const;
+
+/**
+ * A text that is not blank: a JSON Schema pattern is unanchored, so this asks for one character
+ * that is not white space (ECMA-262's \s, the set JavaScript's trim() removes, as the service does).
+ */
+export const NON_BLANK = '\\S';
