@@ -23,16 +23,18 @@ export async function loadScaleProject(db: pg.Pool, projectId: string, consumerI
   await db.query(`
     INSERT INTO app_instructions (id, app_id, position, type, instruction)
     SELECT ${ID('miid', 'a.id')}, a.id, 0, 'system', 'Summarize.' FROM apps a WHERE a.project_id = $1`, [projectId]);
-  // Numbered after the project's own events, older first; not hashed (the bench reads no hash, and
-  // this project's chain is not verified). Each with its JSON as the writer stores it (eventView's
-  // members, in its order, as JSON.stringify writes them).
+  // Numbered after the project's own events, older first; not chained (the bench reads no hash, and
+  // this project's chain is not verified): each row's hash is a stand-in of the right shape, since
+  // an event without one is refused (sql/migrations/0015). Each with its JSON as the writer stores
+  // it (eventView's members, in its order, as JSON.stringify writes them).
   await db.query(`
-    INSERT INTO events (id, project_id, type_id, related_table, related_id, origin, ip_address, details, created_at, sequence, actor_id, body)
-    SELECT e.id, $1, t.id, 'key', 'papi_00000000000000000000', 'api', '127.0.0.1', '{"name":"bulk"}', e.created_at, e.sequence, NULL,
+    INSERT INTO events (id, project_id, type_id, related_table, related_id, origin, ip_address, details, created_at, sequence, actor_id, hash, body)
+    SELECT e.id, $1, t.id, 'key', 'papi_00000000000000000000', 'api', '127.0.0.1', '{"name":"bulk"}', e.created_at, e.sequence, NULL, e.hash,
            '{"id":' || to_json(e.id)::text || ',"object":"event","type":{"id":' || to_json(t.id)::text || ',"name":' || to_json(t.name)::text
              || '},"related":{"table":"key","id":"papi_00000000000000000000"},"origin":"api","ip_address":"127.0.0.1","details":{"name":"bulk"},"created_at":'
-             || unix_seconds(e.created_at) || ',"sequence":' || e.sequence || ',"actor":{"type":"key","id":null},"hash":null}'
-    FROM (SELECT ${ID('evnt', 'g')} AS id, now_seconds() - make_interval(secs => g) AS created_at, head.total + ${SCALE.events} - g + 1 AS sequence
+             || unix_seconds(e.created_at) || ',"sequence":' || e.sequence || ',"actor":{"type":"key","id":null},"hash":"' || e.hash || '"}'
+    FROM (SELECT ${ID('evnt', 'g')} AS id, now_seconds() - make_interval(secs => g) AS created_at, head.total + ${SCALE.events} - g + 1 AS sequence,
+                 encode(sha256(g::text::bytea), 'hex') AS hash
           FROM generate_series(1, ${SCALE.events}) g,
                (SELECT coalesce((SELECT total FROM project_event_counts WHERE project_id = $1), 0) AS total) head) e,
          event_types t

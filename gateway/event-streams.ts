@@ -48,7 +48,8 @@ interface Feed {
 interface StreamRow {
   sequence: number;
   type_name: string;
-  actor_id: string | null;
+  /** The key of a change made through the API; null for any other. */
+  actor: string | null;
   body: string;
 }
 
@@ -131,9 +132,10 @@ export class EventStreams {
     if (res.destroyed) return true;
     // Stopping began meanwhile: stop() has ended the streams it knew, and no heartbeat would come.
     if (this.stopped) throw new Error('the process is stopping');
+    // No Connection header: Node keeps the connection or closes it after the stream as the request
+    // asked (`Connection: close`, HTTP/1.0); naming keep-alive here overrode that.
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
-      Connection: 'keep-alive',
       // Proxies (nginx) must pass each event on at once.
       'X-Accel-Buffering': 'no',
     });
@@ -244,7 +246,7 @@ export class EventStreams {
       if (sequence <= stream.position) continue;
       stream.position = sequence;
       if (stream.types && !stream.types.has(row.type_name)) continue;
-      if (stream.actors && (row.actor_id === null || !stream.actors.has(row.actor_id))) continue;
+      if (stream.actors && (row.actor === null || !stream.actors.has(row.actor))) continue;
       text += frames[i];
     }
     if (text) send(stream.res, new Wire(text));
@@ -334,11 +336,30 @@ export class EventStreams {
     }, lost);
   }
 
+  /**
+   * Ends a stream: destroyed at once (a reader cut off), or ended in order (its last chunk after
+   * what was written). A reader that does not take what is left within two heartbeat intervals is
+   * then cut off too: its place is already free, so nothing else would ever let go of the
+   * connection and the bytes held for it.
+   */
   private end(stream: Stream, destroy = false): void {
     if (stream.closed) return;
     stream.closed = true;
-    if (destroy) stream.res.destroy();
-    else stream.res.end();
+    const { res } = stream;
+    if (destroy) {
+      res.destroy();
+    } else {
+      res.end();
+      if (!res.writableFinished) {
+        const cut = setTimeout(() => {
+          this.log.warn({ projectId: stream.projectId, unsentBytes: res.writableLength }, 'event stream ended, its reader took nothing of the rest; connection closed');
+          res.destroy();
+        }, 2 * this.config.eventStreamHeartbeatMs).unref();
+        const done = () => clearTimeout(cut);
+        res.once('finish', done);
+        res.once('close', done);
+      }
+    }
     this.forget(stream);
   }
 

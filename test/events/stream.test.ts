@@ -211,6 +211,34 @@ describe('the event stream', () => {
     assert.equal(mixed.isClosed, false);
   });
 
+  test('the actor filter goes by the actor as served: a change not made through the API never matches a key, whatever its row holds', async () => {
+    const q = await service.createProject('Actors as served');
+    await service.waitForEvents(q.projectId, 2);
+    await service.waitForJobsDrained();
+    const live = await open(`/v1/event/stream?actor=${q.keyId}`, q.key);
+    // A workspace change whose row names the key, as an edit with SQL would leave it: the column
+    // is outside the hash for such a change, whose served actor is the workspace's.
+    await service.db.query(`CREATE FUNCTION stream_test_actor_${q.projectId}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.project_id = '${q.projectId}' AND NEW.origin = 'workspace' THEN NEW.actor_id := '${q.keyId}'; END IF; RETURN NEW; END $$`);
+    await service.db.query(`CREATE TRIGGER actor_${q.projectId} BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION stream_test_actor_${q.projectId}()`);
+    try {
+      await writeEvents(service.db, [{ ...jobs(q, 1)[0]!, origin: 'workspace', actor_id: null }]);
+    } finally {
+      await service.db.query(`DROP TRIGGER actor_${q.projectId} ON events`);
+      await service.db.query(`DROP FUNCTION stream_test_actor_${q.projectId}()`);
+    }
+    const { rows: [edited] } = await service.db.query(`SELECT actor_id FROM events WHERE project_id = $1 AND origin = 'workspace' ORDER BY sequence DESC LIMIT 1`, [q.projectId]);
+    assert.equal(edited.actor_id, q.keyId, 'the row names the key');
+    const made = await createKey(service, q.key, { name: 'made by the key', scope: ['key:read'] });
+    await live.waitFor(1);
+    const caughtUp = await open(`/v1/event/stream?after=0&actor=${q.keyId}`, q.key);
+    await caughtUp.waitFor(1);
+    await sleep(300);
+    for (const [reader, what] of [[live, 'live'], [caughtUp, 'caught up']] as const) {
+      assert.deepEqual(reader.events.map((e) => [e.event, e.data.related.id, e.data.actor]), [['key.created', made.id, { type: 'key', id: q.keyId }]], what);
+    }
+  });
+
   test('changes made concurrently reach every stream exactly once, in sequence order, with no gap', async () => {
     const start = (await service.request('GET', '/v1/event', { key: p.key })).body.response.total as number;
     const streams = await Promise.all([0, 1, 2].map(() => open(`/v1/event/stream?after=${start}`)));
@@ -239,17 +267,19 @@ describe('the event stream', () => {
   test('on the wire: events in well-formed chunks over HTTP/1.1, as they are over HTTP/1.0 until the connection ends, and behind another request on a connection', async () => {
     const streamer = await createKey(service, p.key, { name: 'wire', scope: ['event:read', 'key:read'] });
     await service.waitForJobsDrained();
-    const ask = (version: string) => `GET /v1/event/stream ${version}\r\nHost: localhost\r\nAuthorization: Bearer ${streamer.key}\r\n\r\n`;
+    const ask = (version: string, extra = '') => `GET /v1/event/stream ${version}\r\nHost: localhost\r\nAuthorization: Bearer ${streamer.key}\r\n${extra}\r\n`;
     const current = `GET /v1/key/current HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${streamer.key}\r\n\r\n`;
     const chunked = new RawConnection(service, ask('HTTP/1.1'));
     const plain = new RawConnection(service, ask('HTTP/1.0'));
     const behind = new RawConnection(service, current + ask('HTTP/1.1'));
-    const connections = [chunked, plain, behind];
+    const closing = new RawConnection(service, ask('HTTP/1.1', 'Connection: close\r\n'));
+    const connections = [chunked, plain, behind, closing];
     const heads = (c: RawConnection) => c.text.split('\r\n\r\n').length - 1;
     try {
       await chunked.waitUntil('the HTTP/1.1 stream\'s head', () => heads(chunked) >= 1);
       await plain.waitUntil('the HTTP/1.0 stream\'s head', () => heads(plain) >= 1);
       await behind.waitUntil('both heads on the shared connection', () => heads(behind) >= 2);
+      await closing.waitUntil('the head of the stream asked to close', () => heads(closing) >= 1);
       const made = [
         await createKey(service, p.key, { name: 'on the wire 1', scope: ['key:read'] }),
         await createKey(service, p.key, { name: 'on the wire 2', scope: ['key:read'] }),
@@ -263,7 +293,7 @@ describe('the event stream', () => {
         return { head: c.bytes.toString('latin1', at, end), body: c.bytes.subarray(end + 4) };
       };
       const related = (text: string) => sseEvents(text).map((e) => e.related);
-      for (const c of [chunked, behind]) {
+      for (const c of [chunked, behind, closing]) {
         await c.waitUntil('both events, chunked', () => related(dechunk(stream(c).body).text).length >= 2);
         assert.match(stream(c).head, /\r\ntransfer-encoding: chunked/i);
         const text = dechunk(stream(c).body).text;
@@ -280,6 +310,10 @@ describe('the event stream', () => {
       assert.match(plain.text, /^HTTP\/1\.1 200 /);
       const plainHead = plain.text.slice(0, plain.text.indexOf('\r\n\r\n'));
       assert.doesNotMatch(plainHead, /transfer-encoding|content-length/i);
+      // Its end is the connection's: it may not be kept.
+      assert.doesNotMatch(plainHead, /connection: keep-alive/i);
+      assert.match(stream(chunked).head, /\r\nconnection: keep-alive/i);
+      assert.match(stream(closing).head, /\r\nconnection: close/i, 'a request asking to close is told so');
       const plainBody = plain.text.slice(plainHead.length + 4);
       assert.ok(plainBody.startsWith(': following the audit trail\n\n'), plainBody);
       assert.deepEqual(related(plainBody), wanted);
@@ -289,6 +323,8 @@ describe('the event stream', () => {
       assertSuccess(await service.request('DELETE', `/v1/key/${streamer.id}`, { key: p.key }), 200);
       await chunked.waitUntil('the last chunk', () => dechunk(stream(chunked).body).last);
       await plain.waitUntil('the connection closed', () => plain.closed);
+      await closing.waitUntil('the last chunk, then the connection closed', () => dechunk(stream(closing).body).last && closing.closed);
+      assert.equal(chunked.closed, false, 'a kept connection stays for the next request');
       // The revocation's own event may come before the end.
       const all = sseEvents(dechunk(stream(chunked).body).text);
       assert.deepEqual(all.slice(0, 2).map((e) => e.related), wanted);
@@ -523,6 +559,40 @@ describe('the event stream\'s bounds', () => {
 });
 
 
+
+describe('an ended stream whose reader takes nothing', () => {
+  const HEARTBEAT_MS = 500;
+  let service: TestService;
+
+  before(async () => {
+    // A backlog bound far above what is written: the reader is never cut off for falling behind,
+    // so only the end itself can let go of its connection.
+    service = await TestService.start({ jobWorkers: false, env: { EVENT_STREAM_BACKLOG_BYTES: '100000000', EVENT_STREAM_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
+  });
+  after(() => service.stop());
+
+  test('is cut off two heartbeat intervals after its end, instead of holding its connection and its unsent bytes for good', async () => {
+    const q = await service.createProject('Ended, unread');
+    const streamer = await createKey(service, q.key, { name: 'stalled reader', scope: ['event:read'] });
+    const stalled = await EventStreamReader.open(service, '/v1/event/stream', streamer.key, {}, true);
+    try {
+      // Several MB: more than the sockets' buffers hold, so some stays in the service.
+      for (let i = 0; i < 10; i++) await writeEvents(service.db, jobs(q, 500, 1000));
+      await sleep(500);
+      assertSuccess(await service.request('DELETE', `/v1/key/${streamer.id}`, { key: q.key }), 200);
+      const cut = 'event stream ended, its reader took nothing of the rest; connection closed';
+      const logged = () => readFileSync(service.logFile, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line))
+        .find((entry) => entry.msg === cut && entry.projectId === q.projectId);
+      // The sweep ends it within a second; the cut comes two heartbeat intervals later.
+      for (const deadline = Date.now() + 1000 + 2 * HEARTBEAT_MS + 3000; !logged(); await sleep(50)) {
+        assert.ok(Date.now() < deadline, 'the ended stream\'s connection was not cut off');
+      }
+      assert.ok(logged().unsentBytes > 0, 'bytes were still held for it');
+    } finally {
+      stalled.close();
+    }
+  });
+});
 
 describe('a stream opening while the process stops', () => {
   test('is refused (503) instead of left open without heartbeats, and the stop does not wait for it', async () => {

@@ -33,6 +33,29 @@ test('an event edited with SQL is caught: the first sequence that breaks is name
   assert.equal(outcome.stderr, 'the chain breaks at sequence 4: its hash does not match its content and the previous hash.\n');
 });
 
+test('an edited event cannot shed its hash, so no command (each runs release, which hashes what has none) hashes the edit anew; nor move within its second', async () => {
+  const other = await service.createProject('Laundered');
+  await createKey(service, other.key, { name: 'to be edited', scope: ['key:read'] });
+  await service.waitForEvents(other.projectId, 3);
+  await service.waitForJobsDrained();
+  await assert.rejects(
+    service.db.query(`UPDATE events SET details = jsonb_set(details, '{name}', '"evil"'), hash = NULL WHERE project_id = $1 AND sequence = 3`, [other.projectId]),
+    (err: { code?: string; constraint?: string }) => err.code === '23514' && err.constraint === 'events_hash_written',
+  );
+  // Nor gain a fraction of a second, which the hash (whole seconds) would not see and the feed's
+  // order within the second would.
+  await assert.rejects(
+    service.db.query(`UPDATE events SET created_at = created_at + interval '0.9 s' WHERE project_id = $1 AND sequence = 2`, [other.projectId]),
+    (err: { code?: string; constraint?: string }) => err.code === '23514' && err.constraint === 'events_created_whole_second',
+  );
+  await service.db.query(`UPDATE events SET details = jsonb_set(details, '{name}', '"evil"') WHERE project_id = $1 AND sequence = 3`, [other.projectId]);
+  for (let i = 0; i < 2; i++) {
+    const outcome = await runWorkspace(service, ['events', 'verify', other.projectId]);
+    assert.equal(outcome.code, 1, `run ${i}: ${outcome.stdout}`);
+    assert.equal(JSON.parse(outcome.stdout).sequence, 3);
+  }
+});
+
 test('an unknown project: one line, exit 1', async () => {
   const outcome = await runWorkspace(service, ['events', 'verify', 'proj_00000000000000000000']);
   assert.deepEqual([outcome.code, outcome.stdout, outcome.stderr], [1, '', 'No project proj_00000000000000000000.\n']);
