@@ -10,8 +10,7 @@ import { apiActor, ok, pageOf, paging, type CallerKey, type DomainRequest } from
 import { change, type Actor, type Services, type Tx } from './services.ts';
 import { KEY_NAME, requiredText } from './text-fields.ts';
 
-/** The last second timestamptz (and any client) can sensibly hold: 9999-12-31T23:59:59Z. */
-/** 9999-12-31T23:59:59Z: the latest `expires_at` a key takes. */
+/** The latest `expires_at` a key takes, the last second timestamptz (and any client) can sensibly hold: 9999-12-31T23:59:59Z. */
 export const LATEST_UNIX_SECONDS = 253_402_300_799;
 
 /** A key as api_key_view reads it. */
