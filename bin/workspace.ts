@@ -1,6 +1,7 @@
 // The workspace command line (decisions.md, "Running it"): acts with origin `workspace` on the
 // same database as `npm start`, prints one JSON object on stdout, exits 0; on failure a message
 // on stderr and a non-zero exit (2, with one line, for a usage error).
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { activateApp, setLogo } from '../domain/apps.ts';
 import { ApiError } from '../domain/errors.ts';
@@ -110,7 +111,7 @@ const COMMANDS: Record<string, Command> = {
     let input;
     try {
       // The API's own rule (name, scope entries, duplicates dropped); the workspace holds `*`.
-      input = parseNewKey({ name: args.values.name ?? DEFAULT_KEY_NAME, scope: args.scopes }, ['*'], Math.floor(Date.now() / 1000));
+      input = parseNewKey({ name: args.values.name ?? DEFAULT_KEY_NAME, scope: args.scopes }, { scope: ['*'], expiresAt: null }, Math.floor(Date.now() / 1000));
     } catch (err) {
       throw err instanceof ApiError ? new UsageError(err.message) : err;
     }
@@ -160,6 +161,8 @@ async function main(argv: string[]): Promise<number> {
   const name = positionals.slice(0, 2).join(' ');
   const command = COMMANDS[name];
   if (!command) throw new UsageError(`unknown command: ${name}; ${SEE_HELP}`);
+  // Recorded on the events, which keep it for good.
+  if (!isIP(values.ip!)) throw new UsageError(`--ip takes an IPv4 or IPv6 address, not ${JSON.stringify(values.ip)}.`);
 
   const config = readConfig();
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn', 'workspace', 2);

@@ -73,6 +73,7 @@ export const errors = {
   scopeEmpty: fail(422, 'scope must name at least one scope.'),
   scopeUnknown: (entry: unknown) => new ApiError(422, `Unknown scope: ${typeof entry === 'string' ? entry : JSON.stringify(entry)}.`),
   scopeWider: fail(403, 'Cannot create a key with wider scope than the calling key.'),
+  outlivesCaller: fail(403, 'Cannot create a key that outlives the calling key.'),
   expiresAt: fail(422, 'expires_at must be a future Unix time in seconds.'),
   revokeCurrent: fail(422, 'Cannot revoke the API key currently in use.'),
 

@@ -40,10 +40,20 @@ function keyIdParam(req: DomainRequest): string {
   return id === 'current' ? req.caller.id : id;
 }
 
+/**
+ * A key as answered to the caller: its own key was used by this very call, which the stored
+ * last_used_at (written off the request's path, at most once a minute) may not show yet.
+ */
+function asSeenBy(req: DomainRequest): (row: KeyRow) => KeyRow {
+  const now = Math.floor(Date.now() / 1000);
+  return (row) => (row.id === req.caller.id ? { ...row, last_used_at: Math.max(row.last_used_at ?? 0, now) } : row);
+}
+
 export async function listKeys(services: Services, req: DomainRequest) {
   const { limit, offset } = paging(req.query);
   const rows = await queryFile<KeyRow & { total: number }>(services.db, 'key_list', [req.caller.project_id, limit, offset]);
-  return ok(pageOf(rows, (row) => keyView(row)));
+  const seen = asSeenBy(req);
+  return ok(pageOf(rows, (row) => keyView(seen(row))));
 }
 
 /**
@@ -51,8 +61,9 @@ export async function listKeys(services: Services, req: DomainRequest) {
  * gateway knew it from memory (where last_used_at is not kept fresh), a read that is its check.
  */
 export async function currentKey(db: Database, req: DomainRequest) {
-  if (req.keyChecked || !(db instanceof KeyCheckedDatabase)) return ok(keyView(req.caller));
-  return ok(keyView({ ...req.caller, ...(await db.callerNow()) }));
+  const seen = asSeenBy(req);
+  if (req.keyChecked || !(db instanceof KeyCheckedDatabase)) return ok(keyView(seen(req.caller)));
+  return ok(keyView(seen({ ...req.caller, ...(await db.callerNow()) })));
 }
 
 export async function getKey(services: Services, req: DomainRequest) {
@@ -60,7 +71,7 @@ export async function getKey(services: Services, req: DomainRequest) {
   if (!isId('papi', id)) throw errors.keyNotFound();
   const [row] = await queryFile<KeyRow>(services.db, 'key_find', [id, req.caller.project_id]);
   if (!row) throw errors.keyNotFound();
-  return ok(keyView(row));
+  return ok(keyView(asSeenBy(req)(row)));
 }
 
 export interface NewKey {
@@ -70,8 +81,11 @@ export interface NewKey {
   expiresAt: number | null;
 }
 
-/** Validates a creation body in the order decisions.md gives; `callerScope` is the creating key's. */
-export function parseNewKey(body: Record<string, unknown>, callerScope: readonly string[], nowSeconds: number): NewKey {
+/**
+ * Validates a creation body in the order decisions.md gives; `caller` is the creating key's scope
+ * and expiry (null: it never expires).
+ */
+export function parseNewKey(body: Record<string, unknown>, caller: { scope: readonly string[]; expiresAt: number | null }, nowSeconds: number): NewKey {
   const { scope, expires_at: expiresAt } = body;
   const name = requiredText(body.name, KEY_NAME);
 
@@ -92,7 +106,11 @@ export function parseNewKey(body: Record<string, unknown>, callerScope: readonly
   }
 
   // Refused, never trimmed: every requested scope must be within the caller's own.
-  if (!scopes.every((wanted) => holdsScope(callerScope, wanted))) throw errors.scopeWider();
+  if (!scopes.every((wanted) => holdsScope(caller.scope, wanted))) throw errors.scopeWider();
+  // Nor a longer life (api.md 4.1: never more than the creating key), refused the same way: a key
+  // that expires cannot make one that expires later, or never; a leaked short-lived key would
+  // otherwise make itself a lasting one.
+  if (caller.expiresAt !== null && (expires === null || expires > caller.expiresAt)) throw errors.outlivesCaller();
   return { name, scope: scopes, expiresAt: expires };
 }
 
@@ -113,7 +131,7 @@ export async function insertKey(tx: Tx, actor: Actor, projectId: string, consume
 }
 
 export async function createKey(services: Services, req: DomainRequest) {
-  const input = parseNewKey(req.body, req.caller.scope, Math.floor(Date.now() / 1000));
+  const input = parseNewKey(req.body, { scope: req.caller.scope, expiresAt: req.caller.expires_at }, Math.floor(Date.now() / 1000));
   const { row, secret } = await change(services, (tx) =>
     insertKey(tx, apiActor(req), req.caller.project_id, req.caller.created_by, input));
   return ok(keyView(row, secret), 201);
@@ -125,8 +143,9 @@ export async function revokeKey(services: Services, req: DomainRequest) {
   if (!isId('papi', id)) throw errors.keyNotFound();
   const projectId = req.caller.project_id;
   await change(services, async (tx) => {
-    const [revoked] = await queryFile<{ id: string; name: string; updated_at: number }>(tx.client, 'key_revoke', [id, projectId]);
+    const [revoked] = await queryFile<{ id: string; name: string; updated_at: number; expired_at: number | null }>(tx.client, 'key_revoke', [id, projectId]);
     if (!revoked) throw errors.keyNotFound();
+    if (revoked.expired_at !== null) await recordExpiry(tx, projectId, id, revoked.expired_at);
     await recordEvent(tx, apiActor(req), {
       projectId,
       type: 'key.revoked',
@@ -138,21 +157,24 @@ export async function revokeKey(services: Services, req: DomainRequest) {
   return ok({ deleted: true as const, id });
 }
 
+/** A key's expiry, a change of the service's own, dated when it happened: its expires_at. */
+function recordExpiry(tx: Tx, projectId: string, keyId: string, expiresAt: number): Promise<string> {
+  return recordEvent(tx, { origin: 'system', ip: '127.0.0.1' }, {
+    projectId,
+    type: 'key.expired',
+    related: { table: 'key', id: keyId },
+    details: { expires_at: expiresAt },
+    at: expiresAt,
+  });
+}
+
 /** The `key.expire` job: marks due keys `expired`, each with its `key.expired` event. */
 export async function expireDueKeys(services: Services, batchSize = 500): Promise<number> {
   let total = 0;
   for (;;) {
     const expired = await change(services, async (tx) => {
-      const rows = await queryFile<{ id: string; project_id: string; expires_at: number; updated_at: number }>(tx.client, 'key_expire_due', [batchSize]);
-      for (const row of rows) {
-        await recordEvent(tx, { origin: 'system', ip: '127.0.0.1' }, {
-          projectId: row.project_id,
-          type: 'key.expired',
-          related: { table: 'key', id: row.id },
-          details: { expires_at: row.expires_at },
-          at: row.updated_at,
-        });
-      }
+      const rows = await queryFile<{ id: string; project_id: string; expires_at: number }>(tx.client, 'key_expire_due', [batchSize]);
+      for (const row of rows) await recordExpiry(tx, row.project_id, row.id, row.expires_at);
       return rows.length;
     });
     total += expired;

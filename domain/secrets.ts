@@ -36,6 +36,11 @@ export function newSecret(): string {
   return `${SECRET_PREFIX}${random}${checksumOf(random)}`;
 }
 
+/** Anything of a secret's shape in a text bound for a log (a secret sent in a path by mistake), hidden. */
+export function withoutSecrets(text: string): string {
+  return text.replace(/sk-project-[0-9A-Za-z]+/g, `${SECRET_PREFIX}[redacted]`);
+}
+
 /**
  * Whether a bearer value can be a secret at all: a checksummed one whose checksum holds, or one
  * made before checksums. Anything else is refused like an unknown key, without a lookup.

@@ -59,7 +59,7 @@ const CONTRACT_FAILURES: ReadonlyArray<readonly [number, string | RegExp]> = [
   [402, 'The current billing plan does not allow custom app creation for this project.'],
   [402, 'The current billing plan app limit has been reached for this project.'],
   [403, REFUSED], [403, /^The API key is missing the required scope: [a-z]+:(read|write)$/],
-  [403, 'Cannot create a key with wider scope than the calling key.'],
+  [403, 'Cannot create a key with wider scope than the calling key.'], [403, 'Cannot create a key that outlives the calling key.'],
   [404, GATEWAY_NOT_FOUND], [404, 'API key not found.'], [404, 'App not found.'], [404, 'Event not found.'],
   [404, 'The selected data type does not exist.'], [404, 'The selected instruction type does not exist.'],
   [404, 'The selected category does not exist.'],

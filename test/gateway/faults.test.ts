@@ -92,6 +92,11 @@ test('the log never holds a key secret or an Authorization header', async () => 
   await service.request('GET', '/v1/key/current', { key: secrets[1] });
   await service.request('GET', '/v1/nothing', { key: secrets[1] });
   await service.request('GET', '/v1/key', { key: `${secrets[0]}-wrong` });
+  // A secret sent where an id belongs, as a client mixing up id and secret would.
+  await service.request('GET', `/v1/key/${secrets[1]}`, { key: project.key });
+  await service.request('DELETE', `/v1/key/${secrets[1]}`, { key: project.key });
+  await service.request('GET', `/v1/event/${secrets[1]}`, { key: project.key });
+  await service.request('GET', `/v1/nothing/${secrets[1]}/x`, { key: project.key });
   const last = await service.request('GET', '/v1/event', { key: project.key });
   // Wait until the last request is in the log, then read all of it.
   const deadline = Date.now() + 5000;
@@ -101,4 +106,5 @@ test('the log never holds a key secret or an Authorization header', async () => 
   for (const secret of secrets) assert.ok(!log.includes(secret), 'a key secret is in the log');
   assert.ok(!log.includes(secrets[0]!.slice(11)), 'the random part of a secret is in the log');
   assert.ok(!/bearer /i.test(log), 'an Authorization header value is in the log');
+  assert.ok(log.includes('"path":"/v1/key/sk-project-[redacted]"'), 'the path is logged, its secret hidden');
 });

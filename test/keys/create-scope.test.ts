@@ -124,3 +124,20 @@ test('a created narrow key is itself bound by the rule', async () => {
   await refused(child.key, { name: 'n', scope: ['key:*'] });
   await allowed(child.key, ['app:read']);
 });
+
+test('nor a longer life: a key that expires cannot make one that expires later or never (403, nothing made); at or before its own expiry it can', async () => {
+  const OUTLIVES = 'Cannot create a key that outlives the calling key.';
+  const expiresAt = Math.floor(Date.now() / 1000) + 3600;
+  const shortLived = (await createKey(service, project.key, { name: 'short-lived', scope: ['key:*'], expires_at: expiresAt })).key;
+  for (const body of [{ name: 'forever' }, { name: 'forever', expires_at: 0 }, { name: 'forever', expires_at: null }, { name: 'later', expires_at: expiresAt + 1 }]) {
+    const count = await keyCount();
+    assertError(await service.request('POST', '/v1/key', { key: shortLived, body: { ...body, scope: ['key:read'] } }), 403, OUTLIVES);
+    assert.equal(await keyCount(), count, JSON.stringify(body));
+  }
+  for (const at of [expiresAt, expiresAt - 60]) {
+    const made = await createKey(service, shortLived, { name: 'within', scope: ['key:read'], expires_at: at });
+    assert.equal(made.object.expires_at, at);
+  }
+  // A key without expiry makes keys with or without one, as before.
+  assert.equal((await createKey(service, project.key, { name: 'forever', scope: ['key:read'] })).object.expires_at, null);
+});

@@ -101,6 +101,9 @@ test('the expiry job marks the key `expired` and records exactly one `key.expire
   const [event] = expired;
   assert.equal(event.object, 'event');
   assert.equal(event.origin, 'system');
+  // The change is the expiry, dated when it happened, not when the job came to it.
+  assert.equal(event.created_at, expiresAt);
+  assert.equal(row.updated_at, expiresAt);
   assert.deepEqual(event.related, { table: 'key', id: made.id });
   assert.ok(!JSON.stringify(event).includes(made.key));
 
@@ -132,4 +135,29 @@ test('a key without expiry never answers 401 expired', async () => {
   await expireDueKeys(service.services);
   assert.equal((await keyRow(service, made.id))!.status, 'activated');
   assert.equal(assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key })).status, 'activated');
+});
+
+test('a key revoked after its expiry passed, before the job marked it: its expiry is recorded too (dated then), then its revocation', async () => {
+  const project = await service.createProject();
+  const made = await createKey(service, project.key, { name: 'expired, then revoked', scope: ['key:read'], expires_at: nowSeconds() + 3600 });
+  await service.waitForEvents(project.projectId, 3);
+  const expiresAt = nowSeconds() - 20;
+  // The job must not get there first: a KEY SHARE lock on the row makes it pass the key over
+  // (SKIP LOCKED), while the revocation's own UPDATE waits for nothing but this transaction.
+  const guard = await service.db.connect();
+  await guard.query('BEGIN');
+  await guard.query('UPDATE api_keys SET expires_at = to_timestamp($2) WHERE id = $1', [made.id, expiresAt]);
+  const revoking = service.request('DELETE', `/v1/key/${made.id}`, { key: project.key });
+  await expireDueKeys(service.services);
+  await guard.query('COMMIT');
+  guard.release();
+  assertSuccess(await revoking, 200);
+  await expireDueKeys(service.services);
+  await service.waitForEvents(project.projectId, 5);
+  await service.waitForJobsDrained();
+  const feed = assertSuccess(await service.request('GET', '/v1/event', { key: project.key }));
+  const trail = feed.data.filter((e: any) => e.related.id === made.id).sort((a: any, b: any) => a.sequence - b.sequence)
+    .map((e: any) => [e.type.name, e.origin, e.type.name === 'key.expired' ? e.created_at : undefined]);
+  assert.deepEqual(trail, [['key.created', 'api', undefined], ['key.expired', 'system', expiresAt], ['key.revoked', 'api', undefined]]);
+  assert.equal((await keyRow(service, made.id))!.status, 'revoked');
 });

@@ -134,3 +134,17 @@ test('a call refused as revoked or expired is no use of the key: last_used_at st
     assert.equal(await lastUsed(made.id), before, `${end.what}: last_used_at unchanged`);
   }
 });
+
+test('the calling key\'s own last_used_at is this call, on its first use too (the stored value is written after the answer)', async () => {
+  const made = await createKey(service, project.key, { name: 'first call', scope: ['key:read'] });
+  const before = nowSeconds();
+  const current = assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
+  assert.ok(current.last_used_at !== null && current.last_used_at >= before, `key/current on its first use: ${current.last_used_at}`);
+  const own = assertSuccess(await service.request('GET', `/v1/key/${made.id}`, { key: made.key }));
+  assert.ok(own.last_used_at >= before, 'its own key by id');
+  const listed = assertSuccess(await service.request('GET', '/v1/key?limit=100', { key: made.key })).data.find((k: any) => k.id === made.id);
+  assert.ok(listed.last_used_at >= before, 'its own key listed');
+  // Another key's is what is stored: never used, null.
+  const other = await createKey(service, project.key, { name: 'never used', scope: ['key:read'] });
+  assert.equal(assertSuccess(await service.request('GET', `/v1/key/${other.id}`, { key: made.key })).last_used_at, null);
+});

@@ -187,3 +187,13 @@ test('a command that takes options only refuses a word beside them (it would be 
   assert.equal(await keyCount(project.projectId), before);
   assert.equal((await service.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n, projects);
 });
+
+test('--ip must be an address (it is recorded on the events for good): anything else is a usage error, nothing made', async () => {
+  const before = await keyCount(project.projectId);
+  for (const ip of ['not an ip', '', '300.1.1.1', '127.0.0.1 ']) {
+    assertOutcome(await workspace(['key', 'create', '--project', project.projectId, '--ip', ip]),
+      { code: 2, stdout: '', stderr: `--ip takes an IPv4 or IPv6 address, not ${JSON.stringify(ip)}.\n` }, JSON.stringify(ip));
+  }
+  assert.equal(await keyCount(project.projectId), before);
+  for (const ip of ['203.0.113.9', '2001:db8::1']) assert.equal((await workspace(['key', 'create', '--project', project.projectId, '--ip', ip])).code, 0, ip);
+});

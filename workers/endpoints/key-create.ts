@@ -9,7 +9,7 @@ export const keyCreate = {
   path: '/v1/key',
   scope: 'key:write',
   summary: 'Creates a key for the same project; the secret (`key`) is in this answer only.',
-  description: 'A new key never holds more than the creating key: a scope outside the caller\'s own is refused, never trimmed.',
+  description: 'A new key never holds more than the creating key: a scope outside the caller\'s own, or a life longer than its own (an `expires_at` later than the caller\'s, or none when the caller has one), is refused, never trimmed.',
   runs: 'pool',
   request: {
     body: {
@@ -29,7 +29,7 @@ export const keyCreate = {
   errors: [
     errors.keyNameRequired, errors.keyNameType, errors.keyNameLength, errors.scopeNotArray, errors.scopeEmpty,
     { status: 422, pattern: '^Unknown scope: [\\s\\S]*\\.$', example: 'Unknown scope: key:delete.' },
-    errors.scopeWider, errors.expiresAt,
+    errors.scopeWider, errors.outlivesCaller, errors.expiresAt,
   ],
   handler: createKey,
 } as const satisfies PoolEndpoint;
