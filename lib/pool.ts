@@ -48,7 +48,10 @@ const SILENCE_BEYOND_STATEMENT_TIMEOUT_MS = 1000;
 function failWhenSilent(client: pg.PoolClient, ms: number): void {
   const internals = client as unknown as PgClientInternals;
   const socket = internals.connection.stream;
-  socket.setTimeout(ms, () => {
+  socket.setTimeout(ms);
+  // A listener of its own: the callback setTimeout takes is a once-listener, so after a first
+  // idle spell (the timer firing while no query was in flight) no later silence was bounded.
+  socket.on('timeout', () => {
     if (!internals.readyForQuery) socket.destroy();
   });
 }

@@ -57,3 +57,23 @@ test('a connection that waits for its next query is not cut however long it stay
     client.release();
   }
 });
+
+test('a connection quiet past the bound first, whose server then goes silent, still fails once the bound has passed', { timeout: 15_000 }, async () => {
+  const client = await pool.connect();
+  const { rows: [{ pid }] } = await client.query('SELECT pg_backend_pid() AS pid');
+  // The idle timer fires once here, with no query in flight, and must keep watching after it.
+  await sleep(SILENCE_BOUND_MS + 500);
+  assert.deepEqual((await client.query('SELECT 4 AS four')).rows, [{ four: 4 }]);
+  process.kill(pid, 'SIGSTOP');
+  try {
+    const started = Date.now();
+    // Raced against a deadline, so that a query never bounded still reaches the finally below.
+    const deadline = sleep(SILENCE_BOUND_MS + 3000).then(() => { throw new Error('no answer: the silence was not bounded'); });
+    await assert.rejects(Promise.race([client.query('SELECT 1'), deadline]), (err: unknown) => isDatabaseUnavailable(err));
+    const waitedMs = Date.now() - started;
+    assert.ok(waitedMs < SILENCE_BOUND_MS + 2000, `soon after the bound (${waitedMs} ms)`);
+  } finally {
+    process.kill(pid, 'SIGCONT');
+    client.release(true);
+  }
+});
