@@ -68,8 +68,12 @@ test('a connection quiet past the bound first, whose server then goes silent, st
   try {
     const started = Date.now();
     // Raced against a deadline, so that a query never bounded still reaches the finally below.
-    const deadline = sleep(SILENCE_BOUND_MS + 3000).then(() => { throw new Error('no answer: the silence was not bounded'); });
-    await assert.rejects(Promise.race([client.query('SELECT 1'), deadline]), (err: unknown) => isDatabaseUnavailable(err));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('no answer: the silence was not bounded')), SILENCE_BOUND_MS + 3000);
+    });
+    await assert.rejects(Promise.race([client.query('SELECT 1'), deadline]), (err: unknown) => isDatabaseUnavailable(err))
+      .finally(() => clearTimeout(timer));
     const waitedMs = Date.now() - started;
     assert.ok(waitedMs < SILENCE_BOUND_MS + 2000, `soon after the bound (${waitedMs} ms)`);
   } finally {
