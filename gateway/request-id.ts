@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
+import { SECRET_PREFIX } from '../domain/secrets.ts';
 import type { Handler } from './types.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -9,7 +10,8 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function requestId(trustProxy: boolean): Handler {
   return function assignRequestId(req, res, next) {
     const sent = req.headers['x-request-id'];
-    req.requestId = typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : randomUUID();
+    // Logged with every line of the request: a secret sent in its place (a client's mistake) is not taken.
+    req.requestId = typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) && !sent.includes(SECRET_PREFIX) ? sent : randomUUID();
     res.setHeader('X-Request-Id', req.requestId);
     req.clientIp = clientAddress(req, trustProxy);
     next();

@@ -97,6 +97,10 @@ test('the log never holds a key secret or an Authorization header', async () => 
   await service.request('DELETE', `/v1/key/${secrets[1]}`, { key: project.key });
   await service.request('GET', `/v1/event/${secrets[1]}`, { key: project.key });
   await service.request('GET', `/v1/nothing/${secrets[1]}/x`, { key: project.key });
+  // Or as its request id, which every line of the request carries: not taken, not echoed.
+  const asId = await service.request('GET', '/v1/key/current', { key: project.key, headers: { 'x-request-id': secrets[1]! } });
+  assert.notEqual(asId.headers['x-request-id'], secrets[1]);
+  assert.match(String(asId.headers['x-request-id']), /^[0-9a-f-]{36}$/);
   const last = await service.request('GET', '/v1/event', { key: project.key });
   // Wait until the last request is in the log, then read all of it.
   const deadline = Date.now() + 5000;
