@@ -33,7 +33,14 @@ export async function runProcess(
   start: (config: Config, log: Logger, database: DatabaseHandle) => Promise<Running[]>,
   options: ProcessOptions = {},
 ): Promise<void> {
-  const config = readConfig();
+  let config: Config;
+  try {
+    config = readConfig();
+  } catch (err) {
+    // Before any logger: the one line is all there is.
+    process.stderr.write(`${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
   const log = createLogger(config.logLevel, name, config.logFile);
   let stopping = false;
   let database: DatabaseHandle | undefined;
@@ -72,7 +79,9 @@ export async function runProcess(
       log.fatal({ reason: err.message }, 'could not start');
       process.stderr.write(`${name}: ${err.message}\n`);
     } else {
+      // The log has the stack; whoever started the process sees the reason, in one line.
       log.fatal({ err: errorFields(err) }, 'could not start');
+      process.stderr.write(`${name}: could not start: ${(err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ')}\n`);
     }
     // An embedded PostgreSQL this process started must not outlive it.
     await database?.release().catch((releaseErr) => log.error({ err: errorFields(releaseErr) }, 'database stop failed'));

@@ -4,7 +4,7 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { activateApp, setLogo } from '../domain/apps.ts';
-import { ApiError } from '../domain/errors.ts';
+import { ApiError, isDatabaseUnavailable } from '../domain/errors.ts';
 import { parseNewKey } from '../domain/keys.ts';
 import { Invalid, NotFound, createProject, createProjectKey, disableConsumer, disableProject, setPlan, verifyProjectChain } from '../domain/projects.ts';
 import { recordRun } from '../domain/runs.ts';
@@ -181,9 +181,9 @@ async function main(argv: string[]): Promise<number> {
       await boss.stop({ graceful: false });
     }
   } catch (err) {
-    // What the person typing can act on is their one line on stderr; anything else is a fault.
+    // The person typing gets one line on stderr (below); a fault's stack with LOG_LEVEL=debug.
     if (!(err instanceof NotFound) && !(err instanceof Invalid) && !(err instanceof UsageError) && !(err instanceof Failed)) {
-      log.error({ err: errorFields(err) }, 'workspace command failed');
+      log.debug({ err: errorFields(err) }, 'workspace command failed');
     }
     throw err;
   } finally {
@@ -195,7 +195,8 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then((code) => process.exit(code), (err: unknown) => {
   if (err instanceof Failed) process.stdout.write(`${JSON.stringify(err.output)}\n`);
   const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-  const message = err instanceof Error ? err.message : String(err);
+  const reason = err instanceof Error ? err.message : String(err);
+  const message = isDatabaseUnavailable(err) ? `the database cannot be reached: ${reason}` : reason;
   // One line, never a stack.
   process.stderr.write(`${message.replace(/\s*\n\s*/g, ' ')}\n`);
   process.exit(usage ? 2 : 1);

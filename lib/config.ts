@@ -1,5 +1,7 @@
 // The environment, read once per process into one frozen object. Units are in the names.
+import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { StartupError } from './startup-error.ts';
 
 export interface Config {
   /** External PostgreSQL; absent means the embedded server under DATA_DIR. */
@@ -53,12 +55,53 @@ export interface Config {
   dbStatementTimeoutMs: number;
 }
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+/** The largest delay a Node timer takes (2^31 - 1 ms), and PostgreSQL's largest timeout. */
+const MAX_MS = 2_147_483_647;
+const MAX_PORT = 65_535;
+
+/**
+ * A whole number in decimal digits within [min, max], or `fallback` when unset. Anything else
+ * stops the process with one line: `Number()` would take " " as 0 and "0x1F" as 31, and a value
+ * out of range would silently lift a bound or break a timer.
+ */
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = MAX_MS): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  const value = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!(value >= min && value <= max)) throw new StartupError(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}.`);
   return value;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new StartupError(`${name} must be true or false, got ${JSON.stringify(raw)}.`);
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return 'info';
+  if (!LOG_LEVELS.includes(raw.toLowerCase())) throw new StartupError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}.`);
+  return raw.toLowerCase();
+}
+
+/** LOG_FILE, appended to: its directory must be there (pino would fail later, with a stack). */
+function logFile(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!existsSync(path.dirname(path.resolve(raw)))) throw new StartupError(`LOG_FILE ${JSON.stringify(raw)} is in a directory that does not exist.`);
+  return raw;
+}
+
+/** TLS_CERT_FILE and TLS_KEY_FILE: both or neither (neither: the self-signed pair). */
+function tlsFiles(env: NodeJS.ProcessEnv): { tlsCertFile: string | undefined; tlsKeyFile: string | undefined } {
+  const tlsCertFile = env.TLS_CERT_FILE || undefined;
+  const tlsKeyFile = env.TLS_KEY_FILE || undefined;
+  if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
+    throw new StartupError(`TLS_CERT_FILE and TLS_KEY_FILE go together: ${tlsCertFile ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'} is not set.`);
+  }
+  return { tlsCertFile, tlsKeyFile };
 }
 
 /** PUBLIC_URL: an https origin (scheme, host, optional port), without path, query or credentials. */
@@ -68,10 +111,10 @@ function publicOrigin(raw: string | undefined): string | undefined {
   try {
     url = new URL(raw);
   } catch {
-    throw new Error(`PUBLIC_URL must be an https origin such as https://api.example.com, got ${JSON.stringify(raw)}`);
+    throw new StartupError(`PUBLIC_URL must be an https origin such as https://api.example.com, got ${JSON.stringify(raw)}.`);
   }
   if (url.protocol !== 'https:' || url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
-    throw new Error(`PUBLIC_URL must be an https origin such as https://api.example.com, got ${JSON.stringify(raw)}`);
+    throw new StartupError(`PUBLIC_URL must be an https origin such as https://api.example.com, got ${JSON.stringify(raw)}.`);
   }
   return url.origin;
 }
@@ -81,29 +124,29 @@ export function readConfig(env = process.env): Config {
   return Object.freeze({
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir,
-    embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 54329),
+    embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 54329, 1, MAX_PORT),
     host: env.HOST || '127.0.0.1',
-    httpsPort: int(env, 'PORT', 8443),
-    httpPort: int(env, 'HTTP_PORT', 8080),
-    tlsCertFile: env.TLS_CERT_FILE || undefined,
-    tlsKeyFile: env.TLS_KEY_FILE || undefined,
-    trustProxy: env.TRUST_PROXY === 'true',
+    // 0: any free port (the tests' choice).
+    httpsPort: int(env, 'PORT', 8443, 0, MAX_PORT),
+    httpPort: int(env, 'HTTP_PORT', 8080, 0, MAX_PORT),
+    ...tlsFiles(env),
+    trustProxy: bool(env, 'TRUST_PROXY'),
     publicUrl: publicOrigin(env.PUBLIC_URL),
     // Long enough for a slow mobile handshake (a few round trips), short enough that a flood of
     // sockets that never speak is gone in seconds, not Node's 120 s.
-    tlsHandshakeTimeoutMs: int(env, 'TLS_HANDSHAKE_TIMEOUT_MS', 10_000),
-    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000),
+    tlsHandshakeTimeoutMs: int(env, 'TLS_HANDSHAKE_TIMEOUT_MS', 10_000, 1),
+    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 1),
     // The largest body is 200,000 bytes: 30 s is 6.7 kB/s, slower than any honest client.
-    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
     // One descriptor each: well under a production open-file limit, with room for the database
     // pools and log files; far above what one 2-core process serves well.
-    maxConnections: Math.max(1, int(env, 'MAX_CONNECTIONS', 4096)),
+    maxConnections: int(env, 'MAX_CONNECTIONS', 4096, 1),
     // An API client needs a handful; a NAT of many clients a few hundred. Behind a proxy
     // (TRUST_PROXY) every connection comes from the proxy, so this bound does not apply there.
     maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256),
     // HTTP/1.1 clients rarely pipeline at all; 8 keeps the pool fed without letting one socket
     // queue unbounded work.
-    maxPipelinedRequests: Math.max(1, int(env, 'MAX_PIPELINED_REQUESTS', 8)),
+    maxPipelinedRequests: int(env, 'MAX_PIPELINED_REQUESTS', 8, 1),
     // Half of what one pool thread runs at once (TASKS_PER_THREAD): one address alone still keeps
     // the process busy, and it starts no more than this in a turn of the event loop, which an
     // honest client elsewhere waits out at most.
@@ -120,19 +163,19 @@ export function readConfig(env = process.env): Config {
     // A stream costs a socket and a few kB; 2,000 leave room under MAX_CONNECTIONS for requests.
     maxEventStreams: int(env, 'MAX_EVENT_STREAMS', 2000),
     // About 1,000 events: a reader that far behind is better served resuming from its last id.
-    eventStreamBacklogBytes: Math.max(1, int(env, 'EVENT_STREAM_BACKLOG_BYTES', 1_048_576)),
-    // Proxies commonly drop a connection silent for 30-60 s.
-    eventStreamHeartbeatMs: Math.max(1, int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000)),
-    logLevel: env.LOG_LEVEL || 'info',
-    logFile: env.LOG_FILE || undefined,
+    eventStreamBacklogBytes: int(env, 'EVENT_STREAM_BACKLOG_BYTES', 1_048_576, 1, Number.MAX_SAFE_INTEGER),
+    // Proxies commonly drop a connection silent for 30-60 s. Twice it is a timer's delay too.
+    eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 1, Math.floor(MAX_MS / 2)),
+    logLevel: logLevel(env.LOG_LEVEL),
+    logFile: logFile(env.LOG_FILE),
     // Two cores here: one thread beside the main thread keeps both busy; a second thread measured
     // no faster and costs ~35 MB more.
-    workerThreads: Math.max(1, int(env, 'WORKER_THREADS', 1)),
-    tasksPerThread: Math.max(1, int(env, 'TASKS_PER_THREAD', 32)),
+    workerThreads: int(env, 'WORKER_THREADS', 1, 1, 256),
+    tasksPerThread: int(env, 'TASKS_PER_THREAD', 32, 1),
     maxQueuedTasks: int(env, 'MAX_QUEUED_TASKS', 512),
-    dbPoolSize: Math.max(1, int(env, 'DB_POOL_SIZE', 8)),
-    // A database that does not answer must become a 503 quickly, never a hang.
-    dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 2000),
-    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 5000),
+    dbPoolSize: int(env, 'DB_POOL_SIZE', 8, 1, 1000),
+    // A database that does not answer must become a 503 quickly, never a hang (0 would be no bound).
+    dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 1),
+    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 1),
   });
 }
