@@ -3,7 +3,7 @@ import { checkListenPorts } from '../gateway/ports.ts';
 import { readConfig, type Config } from '../lib/config.ts';
 import { openDatabase, type DatabaseHandle } from '../lib/open-database.ts';
 import { createLogger, errorFields, flushLog, type Logger } from '../lib/log.ts';
-import { StartupError } from '../lib/startup-error.ts';
+import { oneLine, StartupError } from '../lib/startup-error.ts';
 
 /** Asynchronous log lines still buffered would be lost to a bare process.exit. */
 function exit(log: Logger, code: number): void {
@@ -38,7 +38,7 @@ export async function runProcess(
     config = readConfig();
   } catch (err) {
     // Before any logger: the one line is all there is.
-    process.stderr.write(`${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`${name}: ${oneLine(err)}\n`);
     process.exit(1);
   }
   const log = createLogger(config.logLevel, name, config.logFile);
@@ -81,7 +81,7 @@ export async function runProcess(
     } else {
       // The log has the stack; whoever started the process sees the reason, in one line.
       log.fatal({ err: errorFields(err) }, 'could not start');
-      process.stderr.write(`${name}: could not start: ${(err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ')}\n`);
+      process.stderr.write(`${name}: could not start: ${oneLine(err)}\n`);
     }
     // An embedded PostgreSQL this process started must not outlive it.
     await database?.release().catch((releaseErr) => log.error({ err: errorFields(releaseErr) }, 'database stop failed'));

@@ -2,6 +2,7 @@
 // very first start it also creates a first project and prints its `*` key, once. npm runs it
 // through bin/detach.ts, which keeps a Ctrl-C at the terminal from reaching its PostgreSQL.
 import { createProject, countProjects } from '../domain/projects.ts';
+import { SYSTEM_ACTOR } from '../domain/services.ts';
 import { startGateway } from '../gateway/server.ts';
 import { createPool } from '../lib/pool.ts';
 import { startProducer } from '../lib/jobs.ts';
@@ -18,7 +19,7 @@ async function createFirstProject(config: Config, log: Logger, databaseUrl: stri
   try {
     const services = { pool, db: pool, boss, log };
     if ((await countProjects(services)) > 0) return undefined;
-    const first = await createProject(services, { origin: 'system', ip: '127.0.0.1' }, 'First project');
+    const first = await createProject(services, SYSTEM_ACTOR, 'First project');
     return [
       '',
       'First start: created a project and its first API key. The key is shown this once:',

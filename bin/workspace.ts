@@ -10,6 +10,7 @@ import { Invalid, NotFound, createProject, createProjectKey, disableConsumer, di
 import { recordRun } from '../domain/runs.ts';
 import type { Actor, Services } from '../domain/services.ts';
 import { readConfig } from '../lib/config.ts';
+import { oneLine } from '../lib/startup-error.ts';
 import { openDatabase } from '../lib/open-database.ts';
 import { createPool } from '../lib/pool.ts';
 import { startProducer } from '../lib/jobs.ts';
@@ -165,7 +166,8 @@ async function main(argv: string[]): Promise<number> {
   if (!isIP(values.ip!)) throw new UsageError(`--ip takes an IPv4 or IPv6 address, not ${JSON.stringify(values.ip)}.`);
 
   const config = readConfig();
-  const log = createLogger(process.env.LOG_LEVEL ?? 'warn', 'workspace', 2);
+  // Quieter than a service by default: its answer is the one line on stdout.
+  const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn', 'workspace', 2);
   const database = await openDatabase(config, log);
   const pool = createPool(config, log, database.url, 2);
   try {
@@ -195,9 +197,6 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then((code) => process.exit(code), (err: unknown) => {
   if (err instanceof Failed) process.stdout.write(`${JSON.stringify(err.output)}\n`);
   const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-  const reason = err instanceof Error ? err.message : String(err);
-  const message = isDatabaseUnavailable(err) ? `the database cannot be reached: ${reason}` : reason;
-  // One line, never a stack.
-  process.stderr.write(`${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  process.stderr.write(`${isDatabaseUnavailable(err) ? 'the database cannot be reached: ' : ''}${oneLine(err)}\n`);
   process.exit(usage ? 2 : 1);
 });

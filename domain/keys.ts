@@ -7,7 +7,7 @@ import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
 import { apiActor, ok, pageOf, paging, type CallerKey, type DomainRequest } from './requests.ts';
-import { change, type Actor, type Services, type Tx } from './services.ts';
+import { change, SYSTEM_ACTOR, type Actor, type Services, type Tx } from './services.ts';
 import { KEY_NAME, requiredText } from './text-fields.ts';
 
 /** The latest `expires_at` a key takes, the last second timestamptz (and any client) can sensibly hold: 9999-12-31T23:59:59Z. */
@@ -159,7 +159,7 @@ export async function revokeKey(services: Services, req: DomainRequest) {
 
 /** A key's expiry, a change of the service's own, dated when it happened: its expires_at. */
 function recordExpiry(tx: Tx, projectId: string, keyId: string, expiresAt: number): Promise<string> {
-  return recordEvent(tx, { origin: 'system', ip: '127.0.0.1' }, {
+  return recordEvent(tx, SYSTEM_ACTOR, {
     projectId,
     type: 'key.expired',
     related: { table: 'key', id: keyId },

@@ -36,9 +36,17 @@ export function newSecret(): string {
   return `${SECRET_PREFIX}${random}${checksumOf(random)}`;
 }
 
-/** Anything of a secret's shape in a text bound for a log (a secret sent in a path by mistake), hidden. */
+/** What looks like a secret inside a text bound for a log (one a client sent by mistake in a path or a header). */
+const SECRET_IN_TEXT = /sk-project-[0-9A-Za-z]+/g;
+
+/** The text with anything of a secret's shape hidden. */
 export function withoutSecrets(text: string): string {
-  return text.replace(/sk-project-[0-9A-Za-z]+/g, `${SECRET_PREFIX}[redacted]`);
+  return text.replace(SECRET_IN_TEXT, `${SECRET_PREFIX}[redacted]`);
+}
+
+/** Whether the text holds anything of a secret's shape. */
+export function holdsSecret(text: string): boolean {
+  return withoutSecrets(text) !== text;
 }
 
 /**

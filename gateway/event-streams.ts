@@ -274,7 +274,7 @@ export class EventStreams {
     const writer = res.socket ?? res;
     if (stream.closed || !writer.writableNeedDrain) return Promise.resolve(!stream.closed);
     return new Promise((resolve) => {
-      const stalled = setTimeout(() => this.end(stream, true), 2 * this.config.eventStreamHeartbeatMs);
+      const stalled = setTimeout(() => this.end(stream, true), this.stallMs);
       const done = () => {
         clearTimeout(stalled);
         writer.off('drain', done);
@@ -284,6 +284,11 @@ export class EventStreams {
       writer.on('drain', done);
       res.on('close', done);
     });
+  }
+
+  /** How long a reader may take nothing of what is waiting for it before it is cut off: two heartbeat intervals. */
+  private get stallMs(): number {
+    return 2 * this.config.eventStreamHeartbeatMs;
   }
 
   private heartbeat(): void {
@@ -354,7 +359,7 @@ export class EventStreams {
         const cut = setTimeout(() => {
           this.log.warn({ projectId: stream.projectId, unsentBytes: res.writableLength }, 'event stream ended, its reader took nothing of the rest; connection closed');
           res.destroy();
-        }, 2 * this.config.eventStreamHeartbeatMs).unref();
+        }, this.stallMs).unref();
         const done = () => clearTimeout(cut);
         res.once('finish', done);
         res.once('close', done);

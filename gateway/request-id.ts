@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
-import { SECRET_PREFIX } from '../domain/secrets.ts';
+import { holdsSecret } from '../domain/secrets.ts';
 import type { Handler } from './types.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -11,7 +11,7 @@ export function requestId(trustProxy: boolean): Handler {
   return function assignRequestId(req, res, next) {
     const sent = req.headers['x-request-id'];
     // Logged with every line of the request: a secret sent in its place (a client's mistake) is not taken.
-    req.requestId = typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) && !sent.includes(SECRET_PREFIX) ? sent : randomUUID();
+    req.requestId = typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) && !holdsSecret(sent) ? sent : randomUUID();
     res.setHeader('X-Request-Id', req.requestId);
     req.clientIp = clientAddress(req, trustProxy);
     next();

@@ -4,3 +4,8 @@
 export class StartupError extends Error {
   override readonly name = 'StartupError';
 }
+
+/** An error's message as the one line a command prints on stderr (never its stack). */
+export function oneLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ');
+}
