@@ -80,14 +80,16 @@ function parseInstructions(instruction: unknown, types: Catalog): NewInstruction
 function parseNewApp(body: Record<string, unknown>, types: Catalog): NewApp {
   const name = requiredText(body.name, APP_NAME);
   const description = requiredText(body.description, APP_DESCRIPTION);
-  const sentCategory = CATEGORY_ALIASES.map((alias) => body[alias]).find((value) => value !== undefined && value !== null);
-  if (sentCategory !== undefined && typeof sentCategory !== 'string') throw errors.categoryUnknown();
   const data = parseDataFields(body.data, types);
   const instruction = parseInstructions(body.instruction, types);
   const status = body.status ?? 'activated';
   if (status !== 'draft' && status !== 'activated') throw errors.appStatus();
   const type = body.type ?? 'private';
   if (type !== 'private' && type !== 'public') throw errors.appType();
+  // The category comes last, whatever it is: one that is not a string names no category, as an
+  // unknown name does, and is answered in the same place.
+  const sentCategory = CATEGORY_ALIASES.map((alias) => body[alias]).find((value) => value !== undefined && value !== null);
+  if (sentCategory !== undefined && typeof sentCategory !== 'string') throw errors.categoryUnknown();
   return { name, description, category: sentCategory ?? DEFAULT_CATEGORY, data, instruction, status, type };
 }
 
@@ -253,8 +255,10 @@ interface LockedApp {
 }
 
 export async function updateApp(services: Services, req: DomainRequest) {
-  const id = appIdParam(req);
+  // The body first, then the app (decisions.md: validation, then the work): an id that cannot be
+  // an app's is answered where an unknown one is, so the two answer alike.
   const edit = parseEdit(req.body);
+  const id = appIdParam(req);
   const projectId = req.caller.project_id;
   const actor = apiActor(req);
   const row = await change(services, async (tx) => {

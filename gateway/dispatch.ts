@@ -44,12 +44,17 @@ export function createWorkerPool(config: Config, databaseUrl: string): WorkerPoo
   });
 }
 
-/** Step 8 and the request a handler sees: the JSON body (POST, PATCH), the query, the caller. */
+/**
+ * Step 8 and the request a handler sees: the query, the caller, the JSON body of a POST or PATCH.
+ * Step 8 holds for every request (decisions.md): a body sent with a GET or a DELETE must be a JSON
+ * object as well, though nothing reads it.
+ */
 function domainRequest(req: GatewayRequest): DomainRequest {
+  const body = parseJsonObject(req.rawBody);
   return {
     params: { ...(req.params as Record<string, string>) },
     query: queryOf(req.getQuery()),
-    body: BODY_METHODS.has(req.method ?? '') ? parseJsonObject(req.rawBody) : {},
+    body: BODY_METHODS.has(req.method ?? '') ? body : {},
     caller: req.caller!,
     keyChecked: req.callerChecked === true,
     ip: req.clientIp,

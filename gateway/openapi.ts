@@ -7,7 +7,6 @@ import type { Endpoint, ErrorDoc, JsonSchema } from '../workers/endpoints/endpoi
 import { allEndpoints } from '../workers/endpoints/registry.ts';
 import { SCHEMAS } from '../workers/endpoints/schemas.ts';
 
-const BODY_METHODS = new Set(['POST', 'PATCH']);
 
 /** Messages (exact) and message patterns one status can answer with. */
 interface Failures {
@@ -61,7 +60,7 @@ function sharedFailures(endpoint: Endpoint): ErrorDoc[] {
   const scope = () => errors.missingScope(endpoint.scope);
   return [
     errors.noKey, errors.keyExpired, errors.keyRefused, scope, () => errors.tooManyRefusals(1), errors.bodyTooLarge,
-    ...(BODY_METHODS.has(endpoint.method) && endpoint.runs !== 'reserved' ? [errors.invalidJson, errors.tooDeep, errors.unstorableText] : []),
+    ...(endpoint.runs !== 'reserved' ? [errors.invalidJson, errors.tooDeep, errors.unstorableText] : []),
     errors.internal, errors.unavailable,
   ];
 }

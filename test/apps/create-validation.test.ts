@@ -80,6 +80,12 @@ const CASES: Case[] = [
   { what: 'type unknown', body: appBody({ type: 'secret' }), status: 422, message: "type must be 'public' or 'private'." },
   { what: 'type in capitals', body: appBody({ type: 'PUBLIC' }), status: 422, message: "type must be 'public' or 'private'." },
 
+  // A category that is not a string is an unknown category, answered after everything else.
+  { what: 'category a number, with data refused', body: appBody({ category: 5, data: 'x' }), status: 422, message: DATA },
+  { what: 'category a number, with type refused', body: appBody({ category: 5, type: 'secret' }), status: 422, message: "type must be 'public' or 'private'." },
+  { what: 'category a number', body: appBody({ category: 5 }), status: 404, message: 'The selected category does not exist.' },
+  { what: 'category an object, as task_type', body: appBody({ task_type: { name: 'coding' } }), status: 404, message: 'The selected category does not exist.' },
+
   { what: 'a JSON array body', body: '[]', status: 400, message: 'Invalid JSON.' },
   { what: 'unparseable JSON', body: '{"name": ', status: 400, message: 'Invalid JSON.' },
 ];

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { assertError, assertSuccess } from '../support/assertions.ts';
 import { ID } from '../support/ids.ts';
@@ -105,6 +106,16 @@ test('data types are accepted by name and by identifier; reads return identifier
   assert.deepEqual(Object.values(byId.data).map((f: any) => f.type), names.map((n) => DATA_TYPES[n]), 'the type as sent (the identifier)');
   assert.deepEqual((await getApp(service, project.key, byId.id)).data.map((f: any) => f.type), names.map((n) => DATA_TYPES[n]));
   assert.equal(byId.model, MODELS.text.model, 'no image field: the category model');
+});
+
+test('a data field name of any length is kept, one that hardly compresses too (past what one index entry holds)', async () => {
+  const names = [randomBytes(6000).toString('base64url'), randomBytes(6000).toString('base64url')];
+  const app = await createApp(service, project.key, { data: names.map((name) => ({ type: 'input', name, required: true })) });
+  assert.deepEqual(Object.values(app.data).map((f: any) => f.value), names);
+  assert.deepEqual((await getApp(service, project.key, app.id)).data.map((f: any) => f.name), names);
+  // Unique still: the same long name twice is refused as any repeated name is.
+  assertError(await service.request('POST', '/v1/app/create', { key: project.key, body: appBody({ data: [names[0], names[0]].map((name) => ({ type: 'input', name, required: true })) }) }),
+    422, 'Data field names must be unique.');
 });
 
 test('placeholder defaults to an empty string and required to false', async () => {

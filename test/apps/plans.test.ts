@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { setPlan } from '../../domain/projects.ts';
 import { assertError, assertSuccess } from '../support/assertions.ts';
@@ -67,6 +68,16 @@ test('at the app limit creation gets 402; below it creation works', async () => 
   await createApp(service, p.key, { name: 'third' });
   assertError(await create(p), 402, LIMIT_REACHED);
   assert.equal(await total(p), 3);
+});
+
+test("the plan's answer comes first for any body, one with a field name past what one index entry holds too", async () => {
+  const p = await service.createProject('Closed, long names');
+  await plan(p, { customApps: false });
+  const data = [{ type: 'input', name: randomBytes(6000).toString('base64url'), required: true }];
+  assertError(await create(p, appBody({ data })), 402, NO_CUSTOM_APPS);
+  await plan(p, { customApps: true, appLimit: 0 });
+  assertError(await create(p, appBody({ data })), 402, LIMIT_REACHED);
+  assert.equal(await total(p), 0);
 });
 
 test('an app limit of 0 refuses the first app', async () => {

@@ -107,6 +107,12 @@ test('PATCH of a made-up or malformed id answers 404 App not found.', async () =
   }
 });
 
+test('PATCH with nothing to update answers 422 for any id, well-formed, made-up or malformed (the body is checked first)', async () => {
+  const app = await createApp(service, project.key, { name: 'Untouched' });
+  for (const id of [app.id, 'mapp_0123456789abcdef0123', 'not-an-id']) assertError(await patch(id, {}), 422, NOTHING);
+  assert.equal((await getApp(service, project.key, app.id)).name, 'Untouched');
+});
+
 test('PATCH of a deleted app answers 404 App not found.', async () => {
   const app = await createApp(service, project.key);
   assertSuccess(await service.request('DELETE', `/v1/app/detail/${app.id}`, { key: project.key }));

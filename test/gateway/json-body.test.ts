@@ -1,5 +1,5 @@
-// Step 8 of decisions.md: a POST or PATCH body that is not a JSON object is 400 `Invalid JSON.`;
-// an empty body counts as {}.
+// Step 8 of decisions.md: a body that is not a JSON object is 400 `Invalid JSON.`, whatever the
+// method; an empty body on POST or PATCH counts as {}.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { MESSAGES } from '../support/assertions.ts';
@@ -50,6 +50,21 @@ test('PATCH /v1/app/detail/<id> with a body that is not a JSON object: 400 befor
     const reply = await service.request('PATCH', '/v1/app/detail/mapp_00000000000000000000', { key: project.key, body });
     assertError(reply, 400, MESSAGES.invalidJson, what);
   }
+});
+
+test('DELETE and GET with a body that is not a JSON object: 400 Invalid JSON., nothing revoked; a JSON object is let through', async () => {
+  const made = await service.request('POST', '/v1/key', { key: project.key, body: { name: 'kept' } });
+  assertSuccess(made, 201);
+  const doomed = made.body.response;
+  for (const [what, body] of NOT_OBJECTS) {
+    assertError(await service.request('DELETE', `/v1/key/${doomed.id}`, { key: project.key, body }), 400, MESSAGES.invalidJson, `DELETE, ${what}`);
+    assertError(await service.request('GET', '/v1/key', { key: project.key, body }), 400, MESSAGES.invalidJson, `GET, ${what}`);
+  }
+  const still = await service.request('GET', `/v1/key/${doomed.id}`, { key: project.key });
+  assertSuccess(still, 200);
+  assert.equal(still.body.response.status, 'activated', 'nothing was revoked');
+  assertSuccess(await service.request('GET', '/v1/key', { key: project.key, body: '{"ignored": true}' }), 200);
+  assertSuccess(await service.request('DELETE', `/v1/key/${doomed.id}`, { key: project.key, body: '{}' }), 200);
 });
 
 test('POST /v1/app/create with a JSON array: 400', async () => {
