@@ -4,8 +4,8 @@
 // measured in turns: SIDE_ROUNDS (6) rounds of SIDE_S (5) seconds each of R2, this, the other (the
 // other, then this, every second round), for each request (default /v1/key/current): a GET path,
 // or one of the bench's writes, `POST /v1/key`, `POST /v1/app/create` or `PATCH /v1/app/detail`
-// (round 32 apps, as the bench does). On a machine whose speed drifts from one minute to the
-// next, only figures taken in turns like this compare two builds; the full bench's ratios do not.
+// (round 32 apps, as the bench does; a GET path under /v1/app has them too, and `{app}` in it is
+// one of them in turn). On a machine whose speed drifts from one minute to the next, only figures taken in turns like this compare two builds; the full bench's ratios do not.
 // Each project first gets SIDE_KEYS (110) keys, and so as many events, for pages of a realistic
 // size. Beside each throughput, the CPU each request cost (bench/cpu.ts): by the web process's
 // threads, by the worker process (which drains the writes' events), by PostgreSQL, and by the
@@ -50,7 +50,8 @@ const WRITES: Readonly<Record<string, Load>> = {
 };
 
 function loadOf(given: string): Load {
-  if (given.startsWith('/')) return { method: 'GET', request: () => ({ path: given }) };
+  // `{app}` in a GET path: one of the apps the writes go round, in turn (/v1/app/detail/{app}).
+  if (given.startsWith('/')) return { method: 'GET', request: (served, n) => ({ path: given.replace('{app}', served.apps[n % served.apps.length] ?? '') }) };
   const write = WRITES[given];
   if (!write) {
     process.stderr.write(`bench:side-by-side: unknown request ${JSON.stringify(given)}; a GET path or one of ${Object.keys(WRITES).join(', ')}\n`);
@@ -173,7 +174,7 @@ try {
       if (made.status !== 201) throw new Error(`${base}: a key was not created (${made.status})`);
     }
   }
-  if (loads.some(([, load]) => load.method !== 'GET')) for (const served of [here, there]) await prepareWrites(served);
+  if (loads.some(([given, load]) => load.method !== 'GET' || given.startsWith('/v1/app'))) for (const served of [here, there]) await prepareWrites(served);
   const r2Load: Load = { method: 'GET', request: () => ({ path: '/ref' }) };
   for (const [p, load] of loads) {
     const cost = { r2: new Cost(r2.pid), here: new Cost(here.webPid, here.workerPid), there: new Cost(there.webPid, there.workerPid) };
