@@ -5,7 +5,8 @@
 // other, then this, every second round), for each request (default /v1/key/current): a GET path,
 // or one of the bench's writes, `POST /v1/key`, `POST /v1/app/create` or `PATCH /v1/app/detail`
 // (round 32 apps, as the bench does; a GET path under /v1/app has them too, and `{app}` in it is
-// one of them in turn). On a machine whose speed drifts from one minute to the next, only figures taken in turns like this compare two builds; the full bench's ratios do not.
+// one of them in turn). On a machine whose speed drifts from one minute to the next, only figures
+// taken in turns like this compare two builds; the full bench's ratios do not.
 // Each project first gets SIDE_KEYS (110) keys, and so as many events, for pages of a realistic
 // size. Beside each throughput, the CPU each request cost (bench/cpu.ts): by the web process's
 // threads, by the worker process (which drains the writes' events), by PostgreSQL, and by the
