@@ -47,6 +47,9 @@ export function answerClientErrors(server: Server, headers: Readonly<Record<stri
  * restify sees it. restify keeps the URL it parsed here on the request and does not parse again.
  */
 export function refuseUnusableHosts(server: Server, headers: Readonly<Record<string, string>>): void {
+  // Node's own refusal of an HTTP/1.1 request without a Host (RFC 9112 requires the 400) is a bare
+  // one, with no envelope and no request id: the request comes here instead, to the envelope's.
+  Object.assign(server, { requireHostHeader: false });
   const listeners = server.listeners('request') as Listener[];
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
@@ -55,11 +58,13 @@ export function refuseUnusableHosts(server: Server, headers: Readonly<Record<str
   });
 }
 
-/** RFC 9110's Host: a reg-name (RFC 3986's unreserved and sub-delims), an IPv4 or bracketed IPv6 address, a port; or empty (HTTP/1.0 sends none). */
+/** RFC 9110's Host: a reg-name (RFC 3986's unreserved and sub-delims), an IPv4 or bracketed IPv6 address, a port; or empty. Only HTTP/1.0 may send none. */
 const HOST = /^(?:[A-Za-z0-9._~!$&'()*+,;=-]+|\[[0-9A-Fa-f:.]+\])?(?::\d{0,5})?$/;
 
 function hostUsable(req: IncomingMessage): boolean {
-  if (!HOST.test(req.headers.host ?? '')) return false;
+  const { host } = req.headers;
+  if (host === undefined) return req.httpVersionMajor === 1 && req.httpVersionMinor === 0;
+  if (!HOST.test(host)) return false;
   try {
     (req as unknown as Request).getUrl();
     return true;

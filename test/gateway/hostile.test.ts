@@ -168,6 +168,30 @@ describe('a Host header that names no host: 400, the connection closed, and the 
     });
   }
 
+  test('no Host at all on HTTP/1.1 (RFC 9112: 400): the envelope\'s 400, not Node\'s bare one, on both listeners', async () => {
+    for (const request of ['GET /healthz HTTP/1.1\r\n\r\n', `GET /v1/key/current HTTP/1.1\r\nAuthorization: Bearer ${project.key}\r\n\r\n`]) {
+      const { text } = await converse(service, [request]);
+      const [answer, ...more] = parseRaw(text);
+      assert.equal(answer?.status, 400, `${JSON.stringify(request)}: ${text}`);
+      assert.deepEqual(answer!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
+      assert.match(String(answer!.headers['x-request-id']), /./);
+      assertHardened(answer!, true, 'the 400');
+      assert.deepEqual(more, []);
+    }
+    const port = Number(new URL(service.httpUrl).port);
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write('GET /v1/key HTTP/1.1\r\n\r\n'));
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    });
+    const [plain] = parseRaw(text);
+    assert.equal(plain?.status, 400, text);
+    assert.deepEqual(plain!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
+    assertHardened(plain!, false, 'the plain 400');
+  });
+
   test('a host name, an address, with or without a port, or no Host (HTTP/1.0): served by the request line', async () => {
     for (const host of ['localhost', 'localhost:8443', '127.0.0.1', '127.0.0.1:1', '[::1]', '[::1]:8443', 'api.example.com', 'under_score.internal']) {
       const { text } = await converse(service, [`GET /v1/key/current HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${project.key}\r\nConnection: close\r\n\r\n`]);
