@@ -44,6 +44,17 @@ export function withoutSecrets(text: string): string {
   return text.replace(SECRET_IN_TEXT, `${SECRET_PREFIX}[redacted]`);
 }
 
+/**
+ * A request's path as logged: a secret in it hidden, whether sent as it is or percent-encoded (the
+ * router decodes it, so either is the secret to whoever reads the log). A secret is ASCII, so
+ * decoding the escapes of ASCII alone finds it, in a path whose other escapes are not UTF-8 too.
+ * A path holding one is logged so decoded; any other as it came.
+ */
+export function loggablePath(path: string): string {
+  const decoded = path.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  return holdsSecret(decoded) ? withoutSecrets(decoded) : path;
+}
+
 /** Whether the text holds anything of a secret's shape. */
 export function holdsSecret(text: string): boolean {
   return withoutSecrets(text) !== text;

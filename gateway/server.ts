@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import restify from 'restify';
 import { errors } from '../domain/errors.ts';
-import { withoutSecrets } from '../domain/secrets.ts';
+import { loggablePath } from '../domain/secrets.ts';
 import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/pool.ts';
 import type { Logger } from '../lib/log.ts';
@@ -86,7 +86,7 @@ function logRequests(server: restify.Server, log: Logger): void {
       requestId: req.requestId,
       method: req.method,
       // A client may send a secret where an id belongs (DELETE /v1/key/<the secret>).
-      path: withoutSecrets(req.getPath()),
+      path: loggablePath(req.getPath()),
       status: res.statusCode,
       ms: Math.round(Date.now() - req.time()),
       keyId: req.caller?.id,
