@@ -183,7 +183,7 @@ async function streamsPart(env: Record<string, string>, db: pg.Pool, projectId: 
   const flags = (process.env.BENCH_STREAMS_NODE_FLAGS ?? '').split(' ').filter(Boolean);
   const web = children.start([...flags, ...procfileArgs('web')], {
     ...env, PORT: String(port), HTTP_PORT: String(httpPort),
-    MAX_CONNECTIONS_PER_ADDRESS: String(STREAMS + 100), MAX_EVENT_STREAMS: String(STREAMS + 100),
+    MAX_CONNECTIONS_PER_ADDRESS: String(STREAMS + 100), MAX_EVENT_STREAMS: String(STREAMS + 100), MAX_EVENT_STREAMS_PER_PROJECT: String(STREAMS + 100),
   });
   const base = `https://127.0.0.1:${port}`;
   try {

@@ -108,8 +108,8 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       }
       // restify answers 500 for a chain that ends before its response has begun: next comes after the head.
       known.check(req).then(() => streams.open(req, res, query).then((opened) => {
-        if (opened) releaseAddress(res);
-        else full(req, res, 'event streams');
+        if (opened === true) releaseAddress(res);
+        else full(req, res, opened);
       }, (err: unknown) => {
         log.warn({ requestId: req.requestId, err: errorFields(err) }, 'event stream could not open');
         if (res.headersSent) res.destroy();

@@ -93,8 +93,9 @@ const KEEP_ALIVE = new Wire(': keep-alive\n\n');
 export class EventStreams {
   private readonly feeds = new Map<string, Feed>();
   private readonly streams = new Set<Stream>();
-  /** Streams between their place taken and their head written (open). */
+  /** Streams between their place taken and their head written (open), in all and by project. */
   private opening = 0;
+  private readonly openingFor = new Map<string, number>();
   private readonly pool: pg.Pool;
   private readonly databaseUrl: string;
   private readonly config: Config;
@@ -116,17 +117,29 @@ export class EventStreams {
 
   /**
    * Starts a stream for an authenticated request whose query has been checked; resolves true once
-   * its head is written (it then catches up and follows on its own) or its client has gone, false
-   * when the process holds all the streams it may. Its place is taken before anything is awaited,
-   * so that streams opening at once cannot pass the bound together.
+   * its head is written (it then catches up and follows on its own) or its client has gone, or
+   * what is full: the process holds all the streams it may, or the caller's project does (one
+   * tenant cannot take every place, and so the streams of all the others). Its place is taken
+   * before anything is awaited, so that streams opening at once cannot pass a bound together.
    */
-  async open(req: GatewayRequest, res: Response, query: StreamQuery): Promise<boolean> {
+  async open(req: GatewayRequest, res: Response, query: StreamQuery): Promise<true | string> {
     if (this.stopped) throw new Error('the process is stopping');
-    if (this.streams.size + this.opening >= this.config.maxEventStreams) return false;
     const caller = req.caller!;
+    const projectId = caller.project_id;
+    if (this.streams.size + this.opening >= this.config.maxEventStreams) return 'event streams';
+    const projectOpening = this.openingFor.get(projectId) ?? 0;
+    if ((this.feeds.get(projectId)?.streams.size ?? 0) + projectOpening >= this.config.maxEventStreamsPerProject) {
+      return "a project's event streams";
+    }
     this.opening++;
+    this.openingFor.set(projectId, projectOpening + 1);
     this.listen();
-    const projectHead = await this.head(caller.project_id).finally(() => this.opening--);
+    const projectHead = await this.head(projectId).finally(() => {
+      this.opening--;
+      const left = this.openingFor.get(projectId)! - 1;
+      if (left === 0) this.openingFor.delete(projectId);
+      else this.openingFor.set(projectId, left);
+    });
     // A client gone while the head was read (or its key checked) would hold a place for good: no
     // 'close' is left to come.
     if (res.destroyed) return true;

@@ -38,6 +38,7 @@ export interface Config {
   keyMemorySize: number;
   /** Event streams one web process holds at once; past it, 503. */
   maxEventStreams: number;
+  maxEventStreamsPerProject: number;
   /** Bytes a stream's reader may leave unread before the stream is closed (it resumes by its last id). */
   eventStreamBacklogBytes: number;
   /** How often a stream carries a comment line, so proxies keep the connection. */
@@ -162,6 +163,9 @@ export function readConfig(env = process.env): Config {
     keyMemorySize: int(env, 'KEY_MEMORY_SIZE', 10_000),
     // A stream costs a socket and a few kB; 2,000 leave room under MAX_CONNECTIONS for requests.
     maxEventStreams: int(env, 'MAX_EVENT_STREAMS', 2000),
+    // A tenant's dashboards and audit collectors need a handful; a tenth of the process's places
+    // leaves every other tenant nine tenths, whatever one of them opens.
+    maxEventStreamsPerProject: int(env, 'MAX_EVENT_STREAMS_PER_PROJECT', 200),
     // About 1,000 events: a reader that far behind is better served resuming from its last id.
     eventStreamBacklogBytes: int(env, 'EVENT_STREAM_BACKLOG_BYTES', 1_048_576, 1, Number.MAX_SAFE_INTEGER),
     // Proxies commonly drop a connection silent for 30-60 s. Twice it is a timer's delay too.

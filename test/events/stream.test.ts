@@ -507,6 +507,39 @@ describe('the event stream\'s bounds', () => {
     }
   }));
 
+  test('one project holds at most its share of the places, whatever its keys and however many open at once; other projects keep theirs', async () => {
+    const own = await TestService.start({ jobWorkers: false, env: { MAX_EVENT_STREAMS: '10', MAX_EVENT_STREAMS_PER_PROJECT: '2' } });
+    const readers: EventStreamReader[] = [];
+    try {
+      const greedy = await own.createProject('Greedy');
+      const second = await createKey(own, greedy.key, { name: 'second streamer', scope: ['event:read'] });
+      const other = await own.createProject('Other tenant');
+      const { waitFor, release } = await holdHeads(own);
+      const opening = Array.from({ length: 5 }, (_, i) => EventStreamReader.open(own, '/v1/event/stream', i % 2 === 0 ? greedy.key : second.key));
+      await waitFor(2);
+      await sleep(200);
+      await release();
+      readers.push(...await Promise.all(opening));
+      assert.deepEqual(readers.map((r) => r.status).sort(), [200, 200, 503, 503, 503]);
+      assertError(await own.request('GET', '/v1/event/stream', { key: second.key }), 503, MESSAGES.unavailable);
+      for (let i = 0; i < 2; i++) readers.push(await EventStreamReader.open(own, '/v1/event/stream', other.key));
+      assert.deepEqual(readers.slice(5).map((r) => r.status), [200, 200], 'the other project opens its own');
+      // A place given back is the project's again.
+      readers.find((r) => r.status === 200)!.close();
+      let again: EventStreamReader | undefined;
+      for (const deadline = Date.now() + 5000; !again && Date.now() < deadline; await sleep(50)) {
+        const attempt = await EventStreamReader.open(own, '/v1/event/stream', greedy.key);
+        if (attempt.status === 200) again = attempt;
+        else attempt.close();
+      }
+      assert.ok(again, 'the project opens a stream once one of its own has closed');
+      readers.push(again);
+    } finally {
+      for (const reader of readers) reader.close();
+      await own.stop();
+    }
+  });
+
   test('a client that leaves while its stream opens gives its place back', () => withTwoPlaces(async (own, project) => {
     const { waitFor, release } = await holdHeads(own);
     const leaving = Array.from({ length: 2 }, () => {
