@@ -4,7 +4,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { isId, newId } from '../lib/ids.ts';
-import { queryFile, type Queryable } from '../lib/pool.ts';
+import { queryFile, type Database, type Queryable } from '../lib/pool.ts';
 import { fillTemplate } from '../lib/sql-files.ts';
 import { SQLSTATE } from '../lib/sqlstate.ts';
 import { recordEvent } from './audit.ts';
@@ -206,9 +206,9 @@ function appView(row: AppSummaryRow & Partial<AppDetailRow>) {
   };
 }
 
-export async function listApps(services: Services, req: DomainRequest) {
+export async function listApps(db: Database, req: DomainRequest) {
   const { limit, offset } = paging(req.query);
-  const rows = await queryFile<AppListRow & { total: number }>(services.db, 'app_list', [req.caller.project_id, limit, offset]);
+  const rows = await queryFile<AppListRow & { total: number }>(db, 'app_list', [req.caller.project_id, limit, offset]);
   return ok(pageOf(rows, appView));
 }
 
@@ -224,8 +224,8 @@ function appIdParam(req: DomainRequest): string {
   return id;
 }
 
-export async function getApp(services: Services, req: DomainRequest) {
-  const [row] = await queryFile<AppDetailRow>(services.db, 'app_find_readable', [appIdParam(req), req.caller.project_id]);
+export async function getApp(db: Database, req: DomainRequest) {
+  const [row] = await queryFile<AppDetailRow>(db, 'app_find_readable', [appIdParam(req), req.caller.project_id]);
   if (!row) throw errors.appNotFound();
   return ok(appView(row));
 }

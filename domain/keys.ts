@@ -49,9 +49,9 @@ function asSeenBy(req: DomainRequest): (row: KeyRow) => KeyRow {
   return (row) => (row.id === req.caller.id ? { ...row, last_used_at: Math.max(row.last_used_at ?? 0, now) } : row);
 }
 
-export async function listKeys(services: Services, req: DomainRequest) {
+export async function listKeys(db: Database, req: DomainRequest) {
   const { limit, offset } = paging(req.query);
-  const rows = await queryFile<KeyRow & { total: number }>(services.db, 'key_list', [req.caller.project_id, limit, offset]);
+  const rows = await queryFile<KeyRow & { total: number }>(db, 'key_list', [req.caller.project_id, limit, offset]);
   const seen = asSeenBy(req);
   return ok(pageOf(rows, (row) => keyView(seen(row))));
 }
@@ -66,10 +66,10 @@ export async function currentKey(db: Database, req: DomainRequest) {
   return ok(keyView(seen({ ...req.caller, ...(await db.callerNow()) })));
 }
 
-export async function getKey(services: Services, req: DomainRequest) {
+export async function getKey(db: Database, req: DomainRequest) {
   const id = keyIdParam(req);
   if (!isId('papi', id)) throw errors.keyNotFound();
-  const [row] = await queryFile<KeyRow>(services.db, 'key_find', [id, req.caller.project_id]);
+  const [row] = await queryFile<KeyRow>(db, 'key_find', [id, req.caller.project_id]);
   if (!row) throw errors.keyNotFound();
   return ok(keyView(asSeenBy(req)(row)));
 }

@@ -1,6 +1,6 @@
 import { getApp } from '../../domain/apps.ts';
 import { errors } from '../../domain/errors.ts';
-import type { PoolEndpoint } from './endpoint.ts';
+import type { InlineEndpoint } from './endpoint.ts';
 import { ref } from './schemas.ts';
 
 export const appGet = {
@@ -8,9 +8,9 @@ export const appGet = {
   path: '/v1/app/detail/{app_id}',
   scope: 'app:read',
   summary: "One app: the project's own in any status, or any activated public app (then `instruction` is null).",
-  runs: 'pool',
+  runs: 'inline',
   request: { params: { app_id: { type: 'string', description: 'mapp_…' } } },
   success: { status: 200, schema: ref('App') },
   errors: [errors.appNotFound],
   handler: getApp,
-} as const satisfies PoolEndpoint;
+} as const satisfies InlineEndpoint;

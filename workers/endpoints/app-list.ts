@@ -1,6 +1,6 @@
 import { listApps } from '../../domain/apps.ts';
 import { errors } from '../../domain/errors.ts';
-import type { PoolEndpoint } from './endpoint.ts';
+import type { InlineEndpoint } from './endpoint.ts';
 import { list, PAGING, ref } from './schemas.ts';
 
 export const appList = {
@@ -8,9 +8,9 @@ export const appList = {
   path: '/v1/app/list',
   scope: 'app:read',
   summary: "The project's own apps that are not deleted, newest first.",
-  runs: 'pool',
+  runs: 'inline',
   request: { query: PAGING },
   success: { status: 200, schema: list(ref('AppListEntry')) },
   errors: [errors.limit, errors.offset],
   handler: listApps,
-} as const satisfies PoolEndpoint;
+} as const satisfies InlineEndpoint;

@@ -1,6 +1,6 @@
 import { errors } from '../../domain/errors.ts';
 import { getKey } from '../../domain/keys.ts';
-import type { PoolEndpoint } from './endpoint.ts';
+import type { InlineEndpoint } from './endpoint.ts';
 import { ref } from './schemas.ts';
 
 export const keyGet = {
@@ -8,9 +8,9 @@ export const keyGet = {
   path: '/v1/key/{key_id}',
   scope: 'key:read',
   summary: 'One key of the project.',
-  runs: 'pool',
+  runs: 'inline',
   request: { params: { key_id: { type: 'string', description: 'papi_…' } } },
   success: { status: 200, schema: ref('ApiKey') },
   errors: [errors.keyNotFound],
   handler: getKey,
-} as const satisfies PoolEndpoint;
+} as const satisfies InlineEndpoint;
