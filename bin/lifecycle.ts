@@ -41,13 +41,15 @@ export async function runProcess(
     process.stderr.write(`${name}: ${oneLine(err)}\n`);
     process.exit(1);
   }
-  const log = createLogger(config.logLevel, name, config.logFile);
+  const log = createLogger(config.logLevel, name, config.logFile, { gathered: true });
   let stopping = false;
   let database: DatabaseHandle | undefined;
   try {
     if (options.listens) await checkListenPorts(config);
     database = await openDatabase(config, log);
     const parts = await start(config, log, database);
+    // The lines of the start (listening, its ports) go out now, not with the next 4 kB of them.
+    log.flush();
     if (parts.length === 0) {
       // A one-shot step (release): done once start returns.
       await database.release();

@@ -11,9 +11,19 @@ const REDACT_PATHS = [
  * JSON lines on stdout; on stderr (fd 2) for a command whose stdout is its answer; or appended to
  * a file (LOG_FILE), which is how tests read what the service logged.
  */
-export function createLogger(level: string, name: string, destination: 1 | 2 | string = 1): Logger {
-  return pino({ name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, pino.destination({ dest: destination, sync: false }));
+export function createLogger(level: string, name: string, destination: 1 | 2 | string = 1, options: { gathered?: boolean } = {}): Logger {
+  const gathering = options.gathered ? { minLength: GATHERED_BYTES, periodicFlush: GATHERED_MS } : {};
+  return pino({ name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, pino.destination({ dest: destination, sync: false, ...gathering }));
 }
+
+/**
+ * A serving process's lines are gathered into writes of this many bytes, or whatever is there
+ * after this long: one write per request line was a system call dispatched from the gateway's
+ * thread for each request. An exit, a crash included, writes what is gathered (pino's exit
+ * hook); a kill -9 loses at most this long of lines.
+ */
+const GATHERED_BYTES = 4096;
+const GATHERED_MS = 100;
 
 export type { Logger };
 
