@@ -18,8 +18,17 @@ const RIDING_COLUMNS = 2;
 /** What of a key can change after its creation (a key is never renamed, rescoped or given another expiry). */
 export type KeyNow = Pick<CallerKey, 'status' | 'last_used_at' | 'updated_at'>;
 
-/** The check refused the key: its own answer, and the gateway forgets the key. */
+/**
+ * A key refused (unknown, revoked, expired, its project or consumer disabled): its own answer,
+ * the gateway forgets the key, and the answer waits for the refusal floor (gateway/refusals.ts).
+ */
 export class KeyRefusal extends ApiError {}
+
+/** The refusal of a key: 401 `The API key has expired.` for an expired one, else the unknown key's 403. */
+export function keyRefusal(expired: boolean): KeyRefusal {
+  const { status, message } = expired ? errors.keyExpired() : errors.keyRefused();
+  return new KeyRefusal(status, message);
+}
 
 /** The riding text of each named statement, by name and number of parameters. */
 const ridingTexts = new Map<string, string>();
@@ -105,8 +114,7 @@ export class KeyCheckedDatabase implements Database {
   #settle(outcome: unknown): void {
     this.#pending = false;
     if (outcome === 'activated') return;
-    const refusal = outcome === 'expired' ? errors.keyExpired() : errors.keyRefused();
-    throw new KeyRefusal(refusal.status, refusal.message);
+    throw keyRefusal(outcome === 'expired');
   }
 }
 

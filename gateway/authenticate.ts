@@ -10,6 +10,7 @@ import type pg from 'pg';
 import type { Response } from 'restify';
 import { errors, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
+import { keyRefusal } from '../domain/key-check.ts';
 import { couldBeSecret, hashSecret } from '../domain/secrets.ts';
 import { queryFile } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
@@ -27,8 +28,8 @@ const LAST_USED_MEMORY_KEYS = 50_000;
 
 /** No row: unknown, revoked, or its project or consumer disabled (the query decides). */
 function refusal(row: CallerKey | undefined): ApiError | undefined {
-  if (!row) return errors.keyRefused();
-  if (row.status === 'expired') return errors.keyExpired();
+  if (!row) return keyRefusal(false);
+  if (row.status === 'expired') return keyRefusal(true);
   return undefined;
 }
 
@@ -75,7 +76,7 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
     const secret = header.slice(BEARER.length);
     // Not a secret's shape, or its checksum fails: the unknown key's answer, without a lookup.
     if (!couldBeSecret(secret)) {
-      if (!overBudget(req, res, next)) next(errors.keyRefused());
+      if (!overBudget(req, res, next)) next(keyRefusal(false));
       return;
     }
     const hash = hashSecret(secret);

@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { Piscina } from 'piscina';
 import type { Response } from 'restify';
-import { withKeyCheck } from '../domain/key-check.ts';
+import { keyRefusal, withKeyCheck } from '../domain/key-check.ts';
 import { errors, type ApiError } from '../domain/errors.ts';
 import { responseJson, type DomainRequest, type SerializedResult } from '../domain/requests.ts';
 import type { Config } from '../lib/config.ts';
@@ -135,13 +135,15 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
     }
     if (pool.queueSize >= maxQueued) return shed(req, res, next, 'worker queue');
     pool.run({ endpoint: name as PoolEndpointName, request }).then((result) => {
-      if (result.refusedKey) known.forget(req);
-      if (result.status === 503) fail(req, res, errors.unavailable());
-      else sendSerializedEnvelope(res, result.status, result.json);
       // piscina's record of a finished task holds this result (through its callback) and stays
       // reachable from old-generation garbage until a full collection: the table of its task map is
       // rehashed in old space. The answer's text, dropped here, would be promoted with it otherwise.
+      const { status, json, refusedKey } = result;
       result.json = undefined;
+      // The key's refusal the check riding in the work made: the one error path's, floor and all.
+      if (refusedKey) return void fail(req, res, keyRefusal(status === 401)).finally(() => next(false));
+      if (status === 503) void fail(req, res, errors.unavailable());
+      else sendSerializedEnvelope(res, status, json!);
       next(false);
     }, (err: unknown) => {
       // A thread that died under the task.

@@ -13,17 +13,32 @@ import type { KnownKeys } from './known-keys.ts';
 import type { GatewayRequest } from './types.ts';
 
 export interface Refusals {
-  /** A step's refusal, answered after the caller's key check when the key is known but unchecked. */
+  /** A step's refusal, answered after the caller's key check when the key is known but unchecked; then `done`. */
   refuse(req: GatewayRequest, res: Response, err: unknown, done: () => void): void;
-  /** A failure answered at once: the endpoint's work failed, or the process sheds load. */
-  fail(req: GatewayRequest, res: Response, err: unknown): void;
+  /**
+   * A failure answered without a further check: the endpoint's work failed, or the process sheds
+   * load. Resolves once it is answered: a key's refusal waits for the floor.
+   */
+  fail(req: GatewayRequest, res: Response, err: unknown): Promise<void>;
 }
 
-/** Without `known` (the plain-HTTP listener, which authenticates nobody) every refusal is answered at once. */
-export function createRefusals(log: Logger, known?: KnownKeys): Refusals {
-  function fail(req: GatewayRequest, res: Response, err: unknown): void {
-    // A refused key is forgotten: its next call is looked up.
-    if (err instanceof KeyRefusal) known?.forget(req);
+/**
+ * Without `known` (the plain-HTTP listener, which authenticates nobody) every refusal is answered
+ * at once. A key's refusal (KeyRefusal) is answered no sooner than `keyRefusalFloorMs` after its
+ * request arrived: an unknown key is refused after one lookup, a key this process knew after its
+ * check has ridden to a pool thread and back, and the time would tell the two apart.
+ */
+export function createRefusals(log: Logger, known?: KnownKeys, keyRefusalFloorMs = 0): Refusals {
+  async function fail(req: GatewayRequest, res: Response, err: unknown): Promise<void> {
+    if (err instanceof KeyRefusal) {
+      // A refused key is forgotten: its next call is looked up.
+      known?.forget(req);
+      const wait = keyRefusalFloorMs === 0 ? 0 : req.time() + keyRefusalFloorMs - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+    answer(req, res, err);
+  }
+  function answer(req: GatewayRequest, res: Response, err: unknown): void {
     if (err instanceof ApiError) {
       sendError(res, err);
     } else if (isDatabaseUnavailable(err)) {
@@ -36,12 +51,13 @@ export function createRefusals(log: Logger, known?: KnownKeys): Refusals {
   return {
     fail,
     refuse(req, res, err, done) {
-      if (!known || !req.caller || req.callerChecked) {
-        fail(req, res, err);
+      if (!(err instanceof KeyRefusal) && (!known || !req.caller || req.callerChecked)) {
+        answer(req, res, err);
         done();
         return;
       }
-      known.check(req).then(() => fail(req, res, err), (checkErr: unknown) => fail(req, res, checkErr)).finally(done);
+      (known && req.caller && !req.callerChecked ? known.check(req) : Promise.resolve())
+        .then(() => fail(req, res, err), (checkErr: unknown) => fail(req, res, checkErr)).finally(done);
     },
   };
 }

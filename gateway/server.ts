@@ -98,7 +98,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const tls = await loadCertificate(config);
   const pool = createPool(config, log, databaseUrl);
   const known = new KnownKeys(pool, config.keyMemorySize);
-  const refusals = createRefusals(log, known);
+  const refusals = createRefusals(log, known, config.keyRefusalFloorMs);
   const workers = createWorkerPool(config, databaseUrl);
   let httpsPort = config.httpsPort;
 

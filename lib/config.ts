@@ -34,6 +34,7 @@ export interface Config {
   authRefusalsPerMinute: number;
   /** How long a 429 for too many refusals is held before it is answered. */
   authRefusalDelayMs: number;
+  keyRefusalFloorMs: number;
   /** Keys a web process recognises from memory (gateway/known-keys.ts); 0: every call looks its key up. */
   keyMemorySize: number;
   /** Event streams one web process holds at once; past it, 503. */
@@ -158,6 +159,9 @@ export function readConfig(env = process.env): Config {
     // A guesser waiting for each answer then guesses once a second per connection; an honest
     // client past the budget is told to wait longer than that anyway (Retry-After).
     authRefusalDelayMs: int(env, 'AUTH_REFUSAL_DELAY_MS', 1000),
+    // Above the slowest way a key is refused on an idle process (a known key's check on a pool
+    // thread, ~1.5 ms), so that every way answers at the floor; nothing an honest client waits on.
+    keyRefusalFloorMs: int(env, 'KEY_REFUSAL_FLOOR_MS', 5),
     // Far more keys than one process sees called in a while, at well under a kB each (about
     // 5 MB); a key forgotten for the bound is looked up on its next call, nothing more.
     keyMemorySize: int(env, 'KEY_MEMORY_SIZE', 10_000),

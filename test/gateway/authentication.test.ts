@@ -144,3 +144,36 @@ test('a revoked key that had also expired is refused as revoked (403)', async ()
   await service.db.query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", [both.id]);
   assert403(await service.request('GET', '/v1/key/current', { key: both.key }), 'revoked and past expiry');
 });
+
+test('every way a key is refused answers no sooner than KEY_REFUSAL_FLOOR_MS after the request arrived; an accepted key does not wait', async () => {
+  const FLOOR_MS = 400;
+  const own = await TestService.start({ jobWorkers: false, env: { KEY_REFUSAL_FLOOR_MS: String(FLOOR_MS), AUTH_REFUSALS_PER_MINUTE: '0' } });
+  try {
+    const p = await own.createProject('Floor');
+    const timed = async (method: string, path: string, key: string, body?: unknown) => {
+      const started = performance.now();
+      const reply = await own.request(method, path, { key, ...(body === undefined ? {} : { body }) });
+      return { reply, ms: performance.now() - started };
+    };
+    // Known to the process, then revoked behind it: refused by the check riding in a read on the
+    // gateway's thread, and in a change's BEGIN on a pool thread.
+    const known = await Promise.all(['read', 'change'].map((name) => createKey(own, p.key, { name, scope: ['key:read', 'key:write'] })));
+    for (const k of known) assertSuccess(await own.request('GET', '/v1/key/current', { key: k.key }), 200);
+    await own.db.query(`UPDATE api_keys SET status = 'revoked' WHERE id = ANY($1)`, [known.map((k) => k.id)]);
+    const refusals = [
+      ['unknown (looked up)', await timed('GET', '/v1/key/current', `sk-project-${'A'.repeat(43)}`)],
+      ['of a wrong checksum (no lookup)', await timed('GET', '/v1/key', `sk-project-${'A'.repeat(49)}`)],
+      ['known, revoked since, on a read', await timed('GET', '/v1/key/current', known[0]!.key)],
+      ['known, revoked since, on a change', await timed('POST', '/v1/key', known[1]!.key, { name: 'never made' })],
+    ] as const;
+    for (const [what, { reply, ms }] of refusals) {
+      assertError(reply, 403, MESSAGES.refused, what);
+      assert.ok(ms >= FLOOR_MS, `${what}: answered after ${ms.toFixed(1)} ms, before the floor`);
+    }
+    const accepted = await timed('GET', '/v1/key/current', p.key);
+    assertSuccess(accepted.reply, 200);
+    assert.ok(accepted.ms < FLOOR_MS, `an accepted key waited ${accepted.ms.toFixed(1)} ms`);
+  } finally {
+    await own.stop();
+  }
+});
