@@ -1,6 +1,7 @@
 // The embedded PostgreSQL (an npm package's binaries, run by lib/embedded-programs.ts), used when no
-// DATABASE_URL is given. Whoever finds it not running starts it and stops it on exit; others
-// connect to the one running: the one on the port that accepts this checkout's password.
+// DATABASE_URL is given. Whoever finds it not running starts it; others connect to the one
+// running: the one on the port that accepts this checkout's password. The service's processes
+// share it, and the last one to leave stops it (lib/open-database.ts).
 // Every reason it cannot start is a StartupError: one line naming the cause and what to do.
 import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +24,8 @@ export interface EmbeddedServer {
   appUrl(database: string): string;
   /** Stops the server if this process started it. */
   stop(): Promise<void>;
+  /** This process started the server (else it found it running). */
+  started: boolean;
 }
 
 /** The settings a person changes to get past a failure, named in its message (null: none applies). */
@@ -192,7 +195,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     if ((await settle(url('postgres'), options.port, settings)) === 'ready') {
       options.log.info({ port: options.port }, 'embedded PostgreSQL already running; connecting to it');
       await ensureAppLogin(url('postgres'), appPassword);
-      return { url, appUrl, stop: async () => {} };
+      return { url, appUrl, stop: async () => {}, started: false };
     }
     runner ??= await prepareRunner(options.binaries);
     if (!existsSync(path.join(options.dir, 'PG_VERSION'))) await initialise(runner, options.dir, password, settings);
@@ -230,7 +233,40 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
       : `connecting to the server of ${options.dir} failed (${reasonOf(err)})`,
     orDatabaseUrl(refused && settings.dir ? `Put that cluster's password back in that file, or set ${settings.dir} to a new directory` : undefined));
   }
-  return { url, appUrl, stop };
+  return { url, appUrl, stop, started: true };
+}
+
+/** Sessions on the server other than the asking one's: the processes that still use it. */
+export async function otherSessions(adminUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: CONNECT_PROBE_MS });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    const { rows } = await client.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
+    return rows[0].n as number;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** How long a fast shutdown of a server another process started is waited for. */
+const STOP_WAIT_MS = 30_000;
+
+/**
+ * Stops the server of `dir` that another process started (and has left): a fast shutdown
+ * (SIGINT) of the postmaster its postmaster.pid names, waited for until that file is gone.
+ */
+export async function stopServerOf(dir: string): Promise<void> {
+  const file = path.join(dir, 'postmaster.pid');
+  const pid = existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : 0;
+  if (!(pid > 0)) return;
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return;
+  }
+  for (const deadline = Date.now() + STOP_WAIT_MS; existsSync(file) && Date.now() < deadline;) await sleep(50);
 }
 
 /** Creates the database if it is missing (the first start of a fresh checkout). */

@@ -1,7 +1,8 @@
 // Which PostgreSQL a process uses: DATABASE_URL, or the embedded server under DATA_DIR.
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from './config.ts';
-import { ensureDatabase, startEmbedded } from './embedded-server.ts';
+import { ensureDatabase, otherSessions, startEmbedded, stopServerOf, type EmbeddedServer } from './embedded-server.ts';
 import type { Logger } from './log.ts';
 
 export interface DatabaseHandle {
@@ -14,6 +15,8 @@ export interface DatabaseHandle {
 }
 
 const EMBEDDED_DATABASE = 'pms';
+/** How long this process's own sessions may take to close once its pools have ended. */
+const OWN_SESSIONS_GONE_MS = 1000;
 
 /**
  * With DATABASE_URL both are that URL: a deployment gives `release` the owner's and `web` and
@@ -21,7 +24,33 @@ const EMBEDDED_DATABASE = 'pms';
  */
 export async function openDatabase(config: Config, log: Logger): Promise<DatabaseHandle> {
   if (config.databaseUrl) return { ownerUrl: config.databaseUrl, url: config.databaseUrl, embedded: false, release: async () => {} };
-  const server = await startEmbedded({ dir: path.join(config.dataDir, 'pg'), port: config.embeddedPgPort, log });
+  const dir = path.join(config.dataDir, 'pg');
+  const server = await startEmbedded({ dir, port: config.embeddedPgPort, log });
   await ensureDatabase(server.url('postgres'), EMBEDDED_DATABASE);
-  return { ownerUrl: server.url(EMBEDDED_DATABASE), url: server.appUrl(EMBEDDED_DATABASE), embedded: true, release: () => server.stop() };
+  return { ownerUrl: server.url(EMBEDDED_DATABASE), url: server.appUrl(EMBEDDED_DATABASE), embedded: true, release: () => leave(server, dir, log) };
+}
+
+/**
+ * The embedded server is shared by every process of this checkout that finds it running (web,
+ * worker, `npm start`, the workspace): the last one to leave stops it, whoever started it. One
+ * that leaves while another process still has a session there leaves it running: the workspace
+ * command that started it must not take the database from the `npm start` that came up meanwhile,
+ * nor a web process restarted alone from its worker. Called once this process's own pools are
+ * closed. Two leaving at the same moment may each see the other and both leave it running; the
+ * next to start finds it and uses it.
+ */
+async function leave(server: EmbeddedServer, dir: string, log: Logger): Promise<void> {
+  // A pool's end() resolves before its connections are gone: this process's own sessions may
+  // still show for a few milliseconds. Another process's stay.
+  let others = 0;
+  for (const deadline = Date.now() + OWN_SESSIONS_GONE_MS; ; await sleep(50)) {
+    others = await otherSessions(server.url('postgres')).catch(() => 0);
+    if (others === 0 || Date.now() >= deadline) break;
+  }
+  if (others > 0) {
+    log.info({ sessions: others }, 'embedded PostgreSQL left running: other processes use it');
+    return;
+  }
+  if (server.started) await server.stop();
+  else await stopServerOf(dir);
 }

@@ -121,6 +121,9 @@ function statusOf(port: number, path: string, key?: string): Promise<number> {
 
 export const healthz = (port: number): Promise<number> => statusOf(port, '/healthz');
 
+/** 200 while the process reaches its database. */
+export const readyz = (port: number): Promise<number> => statusOf(port, '/readyz');
+
 /** The status of GET /v1/key/current with `key`. */
 export const keyCurrent = (port: number, key: string): Promise<number> => statusOf(port, '/v1/key/current', key);
 
