@@ -9,9 +9,9 @@
 //   for await (const app of client.apps.iterate()) console.log(app.name);
 import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { EndpointName, EndpointResponse } from '../workers/endpoints/registry.ts';
+import type { EndpointName, EndpointResponse, JsonEndpointName } from '../workers/endpoints/registry.ts';
 
-export type { EndpointName, EndpointResponse };
+export type { EndpointName, EndpointResponse, JsonEndpointName };
 // The domain builds these objects with one view each, whose optional members depend on the
 // endpoint; each endpoint's own answer always carries the ones below.
 type Always<T, K extends keyof T> = T & Required<Pick<T, K>>;
@@ -58,8 +58,8 @@ export class ApiError extends Error {
   /** Seconds to wait before retrying (429, 503), when the service said. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(fields: { code: number | string; title: string; message: string; status: number; requestId?: string; retryAfterSeconds?: number }) {
-    super(fields.message);
+  constructor(fields: { code: number | string; title: string; message: string; status: number; requestId?: string; retryAfterSeconds?: number; cause?: unknown }) {
+    super(fields.message, fields.cause === undefined ? undefined : { cause: fields.cause });
     this.code = fields.code;
     this.title = fields.title;
     this.status = fields.status;
@@ -192,7 +192,15 @@ function failureOf(res: IncomingMessage, envelope: { code: number | string; titl
 function readAnswer(res: IncomingMessage, done: (body: Buffer) => void, fail: (err: unknown) => void): void {
   const chunks: Buffer[] = [];
   res.on('data', (chunk: Buffer) => chunks.push(chunk));
-  res.on('error', fail);
+  // A body cut off (the connection reset or closed mid-answer) is no answer of this API either;
+  // what cut it stays its cause, by which a follower knows to reconnect.
+  res.on('error', (err: Error) => {
+    const status = res.statusCode ?? 0;
+    fail(new NotAnApiAnswer({
+      code: status, title: res.statusMessage ?? '', status, requestId: requestIdOf(res), cause: err,
+      message: `Not an answer of this API: the answer was cut off (${(err as NodeJS.ErrnoException).code ?? err.message})`,
+    }));
+  });
   res.on('end', () => {
     try {
       done(Buffer.concat(chunks));
@@ -209,6 +217,7 @@ function readAnswer(res: IncomingMessage, done: (body: Buffer) => void, fail: (e
  */
 const RECONNECTABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
 function reconnectable(err: unknown): boolean {
+  if (err instanceof NotAnApiAnswer && err.cause !== undefined) return reconnectable(err.cause);
   if (err instanceof ApiError) return [429, 502, 503, 504].includes(err.status);
   return RECONNECTABLE_CODES.has((err as NodeJS.ErrnoException | null)?.code ?? '');
 }
@@ -278,8 +287,11 @@ export class Client {
     this.agent.destroy();
   }
 
-  /** One endpoint, by its registry name; the typed methods above are this with their types. */
-  async call<N extends EndpointName>(endpoint: N, call: Call = {}): Promise<EndpointResponse<N>> {
+  /**
+   * One endpoint that answers an envelope, by its registry name; the typed methods above are this
+   * with their types. The event stream is `events.follow`.
+   */
+  async call<N extends JsonEndpointName>(endpoint: N, call: Call = {}): Promise<EndpointResponse<N>> {
     const route = ROUTES[endpoint];
     const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => segment(name, call.params?.[name]));
     const url = new URL(path, this.options.baseUrl);

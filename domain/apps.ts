@@ -174,7 +174,7 @@ function planRefusal(err: unknown): unknown {
 }
 
 interface AppSummaryRow {
-  id: string; name: string; description: string; type: string; status: string;
+  id: string; name: string; description: string; type: 'private' | 'public'; status: 'draft' | 'activated';
   model_id: string; model_build_id: string; created_at: number; updated_at: number;
 }
 
@@ -214,8 +214,9 @@ export async function listApps(db: Database, req: DomainRequest) {
 
 interface AppDetailRow extends AppListRow {
   logo: string;
-  data: unknown[];
-  instruction: unknown[] | null;
+  data: Array<{ id: string; name: string; type: string; placeholder: string; required: boolean }>;
+  /** null for another project's (public) app. */
+  instruction: Array<{ id: string; type: string; instruction: string }> | null;
 }
 
 function appIdParam(req: DomainRequest): string {

@@ -9,7 +9,7 @@ export interface CallerKey {
   name: string;
   key_preview: string;
   scope: string[];
-  status: string;
+  status: 'activated' | 'expired' | 'revoked';
   expires_at: number | null;
   last_used_at: number | null;
   created_by: string;

@@ -89,6 +89,15 @@ test('apps and events through the client', async () => {
   assert.equal(created.object, 'app');
   const app: App = await client.apps.get(created.id);
   assert.equal(app.data.length, 1);
+  // Typed to their members, as the registry's schema gives them.
+  const field: { name: string; type: string; placeholder: string; required: boolean } = app.data[0]!;
+  assert.equal(field.name, created.data[Object.keys(created.data)[0]!]!.value);
+  const instruction: string = app.instruction![0]!.instruction;
+  assert.equal(typeof instruction, 'string');
+  const status: 'draft' | 'activated' = app.status;
+  assert.equal(status, 'activated');
+  // @ts-expect-error the event stream answers no envelope: events.follow reads it, call() does not take it
+  assert.equal(typeof (() => client.call('eventStream')), 'function');
   assert.equal((await client.apps.update(created.id, { name: 'Renamed' })).name, 'Renamed');
   const names: string[] = [];
   for await (const entry of client.apps.iterate(1)) names.push(entry.name);
@@ -167,6 +176,25 @@ test('an answer that is not this API\'s envelope rejects with NotAnApiAnswer, an
       odd.close();
       await stub.close();
     }
+  }
+});
+
+test('a body cut off mid-answer rejects with NotAnApiAnswer, its cause what cut it', async () => {
+  const stub = await stubServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+    res.write('{"code":200,"title":"OK","resp');
+    setTimeout(() => res.socket?.destroy(), 50);
+  });
+  const cut = stubClient(stub.baseUrl);
+  try {
+    const err = await cut.keys.current().then(() => assert.fail('expected a failure'), (e: unknown) => e);
+    assert.ok(err instanceof NotAnApiAnswer, String(err));
+    assert.equal(err.status, 200);
+    assert.match(err.message, /^Not an answer of this API: the answer was cut off \(/);
+    assert.ok(err.cause instanceof Error);
+  } finally {
+    cut.close();
+    await stub.close();
   }
 });
 

@@ -6,7 +6,7 @@ import { appDelete } from './app-delete.ts';
 import { appGet } from './app-get.ts';
 import { appList } from './app-list.ts';
 import { appUpdate } from './app-update.ts';
-import type { Endpoint, PoolEndpoint, ResponseOf } from './endpoint.ts';
+import type { Endpoint, InlineEndpoint, PoolEndpoint, ResponseOf } from './endpoint.ts';
 import { eventGet } from './event-get.ts';
 import { eventList } from './event-list.ts';
 import { eventStream } from './event-stream.ts';
@@ -26,6 +26,8 @@ export const ENDPOINTS = {
 export type EndpointName = keyof typeof ENDPOINTS;
 /** The endpoints a pool thread runs. */
 export type PoolEndpointName = { [N in EndpointName]: (typeof ENDPOINTS)[N] extends PoolEndpoint<any> ? N : never }[EndpointName];
+/** The endpoints that answer one JSON envelope (not the event stream): what a client calls. */
+export type JsonEndpointName = { [N in EndpointName]: (typeof ENDPOINTS)[N] extends PoolEndpoint<any> | InlineEndpoint<any> ? N : never }[EndpointName];
 /** What an endpoint answers on success, as its handler's type says (the typed client's results). */
 export type EndpointResponse<N extends EndpointName> = ResponseOf<(typeof ENDPOINTS)[N]>;
 
