@@ -79,7 +79,8 @@ export interface Runners {
 /**
  * The last step of an endpoint's route: its handler, where the registry says it runs. A request
  * it refuses before any work (not implemented, a bad query or body) goes by next(err); the
- * failure of the work itself, which carried the key's check, is answered at once.
+ * failure of the work itself, which carried the key's check, is answered without another check
+ * (a key's refusal after the refusal floor).
  */
 export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: { fail }, log }: Runners, name: string, endpoint: Endpoint): Handler {
   if (endpoint.runs === 'reserved') {

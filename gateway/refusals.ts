@@ -3,7 +3,8 @@
 // anything else 500, logged. A refusal the gateway makes itself for a caller it knows from memory
 // waits for that key's check first (known-keys.ts), so a key revoked or disabled through any
 // process is refused as such on its very next call; the failure of an endpoint's own work, which
-// carried that check, is answered at once.
+// carried that check, needs no further check. A key's refusal, however it came, waits for the
+// refusal floor.
 import type { Response } from 'restify';
 import { ApiError, errors, isDatabaseUnavailable } from '../domain/errors.ts';
 import { KeyRefusal } from '../domain/key-check.ts';
@@ -33,7 +34,9 @@ export function createRefusals(log: Logger, known?: KnownKeys, keyRefusalFloorMs
     if (err instanceof KeyRefusal) {
       // A refused key is forgotten: its next call is looked up.
       known?.forget(req);
-      const wait = keyRefusalFloorMs === 0 ? 0 : req.time() + keyRefusalFloorMs - Date.now();
+      // restify's arrival time is the wall clock's: a clock stepped meanwhile moves it, so the
+      // wait is kept within the floor either way.
+      const wait = keyRefusalFloorMs === 0 ? 0 : Math.min(req.time() + keyRefusalFloorMs - Date.now(), keyRefusalFloorMs);
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
     answer(req, res, err);

@@ -169,7 +169,7 @@ export function readConfig(env = process.env): Config {
     maxEventStreams: int(env, 'MAX_EVENT_STREAMS', 2000),
     // A tenant's dashboards and audit collectors need a handful; a tenth of the process's places
     // leaves every other tenant nine tenths, whatever one of them opens.
-    maxEventStreamsPerProject: int(env, 'MAX_EVENT_STREAMS_PER_PROJECT', 200),
+    maxEventStreamsPerProject: int(env, 'MAX_EVENT_STREAMS_PER_PROJECT', 200, 1),
     // About 1,000 events: a reader that far behind is better served resuming from its last id.
     eventStreamBacklogBytes: int(env, 'EVENT_STREAM_BACKLOG_BYTES', 1_048_576, 1, Number.MAX_SAFE_INTEGER),
     // Proxies commonly drop a connection silent for 30-60 s. Twice it is a timer's delay too.
