@@ -58,6 +58,36 @@ interface Args {
 
 type Command = (services: Services, actor: Actor, args: Args) => Promise<object>;
 
+/**
+ * The options each command takes beside --ip: any other is refused, as is one given twice but
+ * --scope, where an option would otherwise be ignored or its first value silently replaced.
+ */
+const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  'project create': ['name'],
+  'project disable': [],
+  'consumer disable': [],
+  'plan set': ['custom-apps', 'app-limit'],
+  'app logo': ['file'],
+  'app activate': [],
+  'run record': ['app', 'project', 'status', 'input', 'output'],
+  'key create': ['project', 'name', 'scope'],
+  'events verify': [],
+};
+const REPEATABLE = new Set(['scope']);
+const EVERY_COMMAND_TAKES = new Set(['ip']);
+
+function checkOptions(command: string, given: readonly string[]): void {
+  const taken = COMMAND_OPTIONS[command] ?? [];
+  const seen = new Set<string>();
+  for (const option of given) {
+    if (!EVERY_COMMAND_TAKES.has(option) && !taken.includes(option)) {
+      throw new UsageError(`--${option} is not an option of ${command}; ${SEE_HELP}`);
+    }
+    if (seen.has(option) && !REPEATABLE.has(option)) throw new UsageError(`--${option} is given more than once.`);
+    seen.add(option);
+  }
+}
+
 function flagBoolean(args: Args, flag: string): boolean | undefined {
   const value = args.values[flag];
   if (value === undefined) return undefined;
@@ -136,9 +166,10 @@ function one(positionals: string[], what: string): string {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { values: { scope: scopes, help, ...values }, positionals } = parseArgs({
+  const { values: { scope: scopes, help, ...values }, positionals, tokens } = parseArgs({
     args: argv,
     allowPositionals: true,
+    tokens: true,
     options: {
       help: { type: 'boolean', short: 'h' },
       name: { type: 'string' },
@@ -162,6 +193,7 @@ async function main(argv: string[]): Promise<number> {
   const name = positionals.slice(0, 2).join(' ');
   const command = COMMANDS[name];
   if (!command) throw new UsageError(`unknown command: ${name}; ${SEE_HELP}`);
+  checkOptions(name, tokens.flatMap((token) => (token.kind === 'option' ? [token.name] : [])));
   // Recorded on the events, which keep it for good.
   if (!isIP(values.ip!)) throw new UsageError(`--ip takes an IPv4 or IPv6 address, not ${JSON.stringify(values.ip)}.`);
 

@@ -106,6 +106,25 @@ function tlsFiles(env: NodeJS.ProcessEnv): { tlsCertFile: string | undefined; tl
   return { tlsCertFile, tlsKeyFile };
 }
 
+/**
+ * DATABASE_URL: a postgres:// (or postgresql://) URL, as node-postgres reads it. Anything else was
+ * read as a host name and failed later as an unreachable database (`notaurl`: ENOTFOUND base).
+ * The value is not repeated in the message: it may hold a password.
+ */
+function databaseUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(raw).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new StartupError('DATABASE_URL must be a postgres:// URL such as postgres://user:password@host:5432/database.');
+  }
+  return raw;
+}
+
 /** PUBLIC_URL: an https origin (scheme, host, optional port), without path, query or credentials. */
 function publicOrigin(raw: string | undefined): string | undefined {
   if (!raw) return undefined;
@@ -124,7 +143,7 @@ function publicOrigin(raw: string | undefined): string | undefined {
 export function readConfig(env = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? '.data');
   return Object.freeze({
-    databaseUrl: env.DATABASE_URL || undefined,
+    databaseUrl: databaseUrl(env.DATABASE_URL),
     dataDir,
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 54329, 1, MAX_PORT),
     host: env.HOST || '127.0.0.1',

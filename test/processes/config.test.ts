@@ -29,6 +29,8 @@ const REFUSED: Array<[Record<string, string>, string]> = [
   [{ LOG_FILE: '/nonexistent/dir/x.log' }, 'LOG_FILE "/nonexistent/dir/x.log" is in a directory that does not exist.'],
   [{ TLS_CERT_FILE: '/tmp/cert.pem' }, 'TLS_CERT_FILE and TLS_KEY_FILE go together: TLS_KEY_FILE is not set.'],
   [{ TLS_KEY_FILE: '/tmp/key.pem' }, 'TLS_CERT_FILE and TLS_KEY_FILE go together: TLS_CERT_FILE is not set.'],
+  [{ DATABASE_URL: 'notaurl' }, 'DATABASE_URL must be a postgres:// URL such as postgres://user:password@host:5432/database.'],
+  [{ DATABASE_URL: 'postgress://u:secret@db/pms' }, 'DATABASE_URL must be a postgres:// URL such as postgres://user:password@host:5432/database.'],
   [{ PUBLIC_URL: 'http://x' }, 'PUBLIC_URL must be an https origin such as https://api.example.com, got "http://x".'],
 ];
 

@@ -188,6 +188,27 @@ test('a command that takes options only refuses a word beside them (it would be 
   assert.equal((await service.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n, projects);
 });
 
+test('an option the command does not take, or one given twice (--scope aside), is a usage error: exit 2, nothing made', async () => {
+  const before = await keyCount(project.projectId);
+  const { rows: [{ n: projects }] } = await service.db.query('SELECT count(*)::int AS n FROM projects');
+  const [foreign, foreignToo, twice, projectTwice, ipTwice] = await Promise.all([
+    workspace(['project', 'create', '--name', 'Acme', '--file', 'x']),
+    workspace(['key', 'create', '--project', project.projectId, '--status', 'succeeded']),
+    workspace(['project', 'create', '--name', 'A', '--name', 'B']),
+    workspace(['key', 'create', '--project', project.projectId, '--project', project.projectId]),
+    workspace(['key', 'create', '--project', project.projectId, '--ip', '10.0.0.1', '--ip', '10.0.0.2']),
+  ]);
+  assertOutcome(foreign, { code: 2, stdout: '', stderr: `--file is not an option of project create; ${SEE_HELP}\n` }, '--file');
+  assertOutcome(foreignToo, { code: 2, stdout: '', stderr: `--status is not an option of key create; ${SEE_HELP}\n` }, '--status');
+  assertOutcome(twice, { code: 2, stdout: '', stderr: '--name is given more than once.\n' }, '--name twice');
+  assertOutcome(projectTwice, { code: 2, stdout: '', stderr: '--project is given more than once.\n' }, '--project twice');
+  assertOutcome(ipTwice, { code: 2, stdout: '', stderr: '--ip is given more than once.\n' }, '--ip twice');
+  assert.equal(await keyCount(project.projectId), before);
+  assert.equal((await service.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n, projects);
+  // --scope may be repeated, and every command takes --ip.
+  assert.equal((await workspace(['key', 'create', '--project', project.projectId, '--scope', 'key:read', '--scope', 'app:read', '--ip', '10.0.0.1'])).code, 0);
+});
+
 test('--ip must be an address (it is recorded on the events for good): anything else is a usage error, nothing made', async () => {
   const before = await keyCount(project.projectId);
   for (const ip of ['not an ip', '', '300.1.1.1', '127.0.0.1 ']) {
