@@ -59,25 +59,13 @@ interface Args {
 type Command = (services: Services, actor: Actor, args: Args) => Promise<object>;
 
 /**
- * The options each command takes beside --ip: any other is refused, as is one given twice but
- * --scope, where an option would otherwise be ignored or its first value silently replaced.
+ * What a command takes beside --ip, which every command takes: any other option is refused, as is
+ * one given twice but --scope, where it would otherwise be ignored or its first value replaced.
  */
-const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
-  'project create': ['name'],
-  'project disable': [],
-  'consumer disable': [],
-  'plan set': ['custom-apps', 'app-limit'],
-  'app logo': ['file'],
-  'app activate': [],
-  'run record': ['app', 'project', 'status', 'input', 'output'],
-  'key create': ['project', 'name', 'scope'],
-  'events verify': [],
-};
 const REPEATABLE = new Set(['scope']);
 const EVERY_COMMAND_TAKES = new Set(['ip']);
 
-function checkOptions(command: string, given: readonly string[]): void {
-  const taken = COMMAND_OPTIONS[command] ?? [];
+function checkOptions(command: string, taken: readonly string[], given: readonly string[]): void {
   const seen = new Set<string>();
   for (const option of given) {
     if (!EVERY_COMMAND_TAKES.has(option) && !taken.includes(option)) {
@@ -108,21 +96,21 @@ function flagText(args: Args, flag: string): string {
   return value;
 }
 
-const COMMANDS: Record<string, Command> = {
-  'project create': (services, actor, { values, positionals }) => {
+const COMMANDS: Record<string, { options: readonly string[]; run: Command }> = {
+  'project create': { options: ['name'], run: (services, actor, { values, positionals }) => {
     none(positionals, 'project create');
     if (!values.name?.trim()) throw new UsageError('project create needs --name <name>.');
     return createProject(services, actor, values.name);
-  },
-  'project disable': (services, actor, { positionals }) => disableProject(services, actor, one(positionals, 'proj_id')),
-  'consumer disable': (services, actor, { positionals }) => disableConsumer(services, actor, one(positionals, 'cons_id')),
-  'plan set': (services, actor, args) => {
+  } },
+  'project disable': { options: [], run: (services, actor, { positionals }) => disableProject(services, actor, one(positionals, 'proj_id')) },
+  'consumer disable': { options: [], run: (services, actor, { positionals }) => disableConsumer(services, actor, one(positionals, 'cons_id')) },
+  'plan set': { options: ['custom-apps', 'app-limit'], run: (services, actor, args) => {
     const plan = { customApps: flagBoolean(args, 'custom-apps'), appLimit: flagCount(args, 'app-limit') };
     return setPlan(services, actor, one(args.positionals, 'proj_id'), plan);
-  },
-  'app logo': (services, actor, args) => setLogo(services, actor, one(args.positionals, 'mapp_id'), flagText(args, 'file')),
-  'app activate': (services, actor, { positionals }) => activateApp(services, actor, one(positionals, 'mapp_id')),
-  'run record': (services, _actor, args) => {
+  } },
+  'app logo': { options: ['file'], run: (services, actor, args) => setLogo(services, actor, one(args.positionals, 'mapp_id'), flagText(args, 'file')) },
+  'app activate': { options: [], run: (services, actor, { positionals }) => activateApp(services, actor, one(positionals, 'mapp_id')) },
+  'run record': { options: ['app', 'project', 'status', 'input', 'output'], run: (services, _actor, args) => {
     none(args.positionals, 'run record');
     const status = flagText(args, 'status');
     if (status !== 'succeeded' && status !== 'error') throw new UsageError('--status takes succeeded or error.');
@@ -135,8 +123,8 @@ const COMMANDS: Record<string, Command> = {
       status,
       tokens: input === undefined ? null : { input, output: output! },
     });
-  },
-  'key create': (services, actor, args) => {
+  } },
+  'key create': { options: ['project', 'name', 'scope'], run: (services, actor, args) => {
     none(args.positionals, 'key create');
     const projectId = flagText(args, 'project');
     let input;
@@ -147,12 +135,12 @@ const COMMANDS: Record<string, Command> = {
       throw err instanceof ApiError ? new UsageError(err.message) : err;
     }
     return createProjectKey(services, actor, projectId, input);
-  },
-  'events verify': async (services, _actor, { positionals }) => {
+  } },
+  'events verify': { options: [], run: async (services, _actor, { positionals }) => {
     const verdict = await verifyProjectChain(services, one(positionals, 'proj_id'));
     if (!verdict.verified) throw new Failed(`the chain breaks at sequence ${verdict.sequence}: ${verdict.reason}.`, verdict);
     return verdict;
-  },
+  } },
 };
 
 /** A command that takes options only: a word beside them would be ignored, so it is refused. */
@@ -193,7 +181,7 @@ async function main(argv: string[]): Promise<number> {
   const name = positionals.slice(0, 2).join(' ');
   const command = COMMANDS[name];
   if (!command) throw new UsageError(`unknown command: ${name}; ${SEE_HELP}`);
-  checkOptions(name, tokens.flatMap((token) => (token.kind === 'option' ? [token.name] : [])));
+  checkOptions(name, command.options, tokens.flatMap((token) => (token.kind === 'option' ? [token.name] : [])));
   // Recorded on the events, which keep it for good.
   if (!isIP(values.ip!)) throw new UsageError(`--ip takes an IPv4 or IPv6 address, not ${JSON.stringify(values.ip)}.`);
 
@@ -206,7 +194,7 @@ async function main(argv: string[]): Promise<number> {
     await release(config, log, database.ownerUrl);
     const boss = await startProducer(pool, log);
     try {
-      const result = await command({ pool, db: pool, boss, log }, { origin: 'workspace', ip: values.ip! }, {
+      const result = await command.run({ pool, db: pool, boss, log }, { origin: 'workspace', ip: values.ip! }, {
         positionals: positionals.slice(2), values: values as Args['values'], scopes,
       });
       process.stdout.write(`${JSON.stringify(result)}\n`);

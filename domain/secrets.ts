@@ -51,8 +51,9 @@ export function withoutSecrets(text: string): string {
  * A path holding one is logged so decoded; any other as it came.
  */
 export function loggablePath(path: string): string {
-  const decoded = path.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-  return holdsSecret(decoded) ? withoutSecrets(decoded) : path;
+  const decoded = path.includes('%') ? path.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))) : path;
+  const hidden = withoutSecrets(decoded);
+  return hidden === decoded ? path : hidden;
 }
 
 /** Whether the text holds anything of a secret's shape. */

@@ -131,15 +131,9 @@ export class EventStreams {
     if ((this.feeds.get(projectId)?.streams.size ?? 0) + projectOpening >= this.config.maxEventStreamsPerProject) {
       return "a project's event streams";
     }
-    this.opening++;
-    this.openingFor.set(projectId, projectOpening + 1);
+    this.countOpening(projectId, 1);
     this.listen();
-    const projectHead = await this.head(projectId).finally(() => {
-      this.opening--;
-      const left = this.openingFor.get(projectId)! - 1;
-      if (left === 0) this.openingFor.delete(projectId);
-      else this.openingFor.set(projectId, left);
-    });
+    const projectHead = await this.head(projectId).finally(() => this.countOpening(projectId, -1));
     // A client gone while the head was read (or its key checked) would hold a place for good: no
     // 'close' is left to come.
     if (res.destroyed) return true;
@@ -167,6 +161,14 @@ export class EventStreams {
     res.once('close', () => this.forget(stream));
     void this.catchUp(stream, feed);
     return true;
+  }
+
+  /** A place taken (1) or its head written (-1): the streams opening, in all and for the project. */
+  private countOpening(projectId: string, by: 1 | -1): void {
+    this.opening += by;
+    const left = (this.openingFor.get(projectId) ?? 0) + by;
+    if (left === 0) this.openingFor.delete(projectId);
+    else this.openingFor.set(projectId, left);
   }
 
   /** Ends every stream (the process is stopping); clients resume elsewhere by their last id. */

@@ -54,12 +54,13 @@ export function createRefusals(log: Logger, known?: KnownKeys, keyRefusalFloorMs
   return {
     fail,
     refuse(req, res, err, done) {
-      if (!(err instanceof KeyRefusal) && (!known || !req.caller || req.callerChecked)) {
+      const unchecked = known !== undefined && req.caller !== undefined && !req.callerChecked;
+      if (!unchecked && !(err instanceof KeyRefusal)) {
         answer(req, res, err);
         done();
         return;
       }
-      (known && req.caller && !req.callerChecked ? known.check(req) : Promise.resolve())
+      (unchecked ? known.check(req) : Promise.resolve())
         .then(() => fail(req, res, err), (checkErr: unknown) => fail(req, res, checkErr)).finally(done);
     },
   };

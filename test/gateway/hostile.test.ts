@@ -58,6 +58,18 @@ interface Conversation {
   closedAfterMs: number;
 }
 
+/** Raw bytes to the plain-HTTP listener, and all it answers until it closes the connection. */
+function plainExchange(service: TestService, request: string): Promise<string> {
+  const port = Number(new URL(service.httpUrl).port);
+  return new Promise<string>((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
 /** Opens a TLS connection, writes `data` (each string one write, `gapMs` apart), reads until the service closes it. */
 function converse(service: TestService, parts: string[], gapMs = 0, timeoutMs = 10_000, localAddress?: string): Promise<Conversation> {
   return new Promise((resolve, reject) => {
@@ -178,14 +190,7 @@ describe('a Host header that names no host: 400, the connection closed, and the 
       assertHardened(answer!, true, 'the 400');
       assert.deepEqual(more, []);
     }
-    const port = Number(new URL(service.httpUrl).port);
-    const text = await new Promise<string>((resolve, reject) => {
-      const socket = net.connect(port, '127.0.0.1', () => socket.write('GET /v1/key HTTP/1.1\r\n\r\n'));
-      const chunks: Buffer[] = [];
-      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-      socket.on('error', reject);
-      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    });
+    const text = await plainExchange(service, 'GET /v1/key HTTP/1.1\r\n\r\n');
     const [plain] = parseRaw(text);
     assert.equal(plain?.status, 400, text);
     assert.deepEqual(plain!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
@@ -220,14 +225,7 @@ describe('a Host header that names no host: 400, the connection closed, and the 
   });
 
   test('the plain listener answers it the same way', async () => {
-    const port = Number(new URL(service.httpUrl).port);
-    const text = await new Promise<string>((resolve, reject) => {
-      const socket = net.connect(port, '127.0.0.1', () => socket.write('GET /v1/key HTTP/1.1\r\nHost: a b\r\n\r\n'));
-      const chunks: Buffer[] = [];
-      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-      socket.on('error', reject);
-      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    });
+    const text = await plainExchange(service, 'GET /v1/key HTTP/1.1\r\nHost: a b\r\n\r\n');
     const [answer] = parseRaw(text);
     assert.equal(answer?.status, 400, text);
     assert.deepEqual(answer!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
