@@ -103,6 +103,13 @@ interface Measured {
 /** Probes the embedded database's disk while the bench runs (not a database given by DATABASE_URL). */
 let flushProbe: FlushProbe | undefined;
 
+/** The disk's flush stalls since `from` (performance.now()), for a part's line: a change's event waits for its drain's commit too. */
+function diskLine(from: number): string {
+  if (!flushProbe) return '';
+  const disk = flushProbe.between(from, performance.now());
+  return `; disk flushes over ${STALL_MS} ms: ${disk.stalls}, max ${disk.maxMs} ms`;
+}
+
 function measure(load: Load): Promise<Measured> {
   let n = 0;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -149,7 +156,7 @@ function measure(load: Load): Promise<Measured> {
       if (status < 200 || status > 299) non2xx++;
     });
   }).then((result) => {
-    console.log(`  ${load.name.padEnd(34)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  (first answers on new connections: max ${result.firstAnswerMaxMs} ms${result.disk ? `; disk flushes over ${STALL_MS} ms: ${result.disk.stalls}, max ${result.disk.maxMs} ms` : ''})${result.non2xx || result.errors ? `  non2xx ${result.non2xx} errors ${result.errors}` : ''}`);
+    console.log(`  ${load.name.padEnd(34)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  (first answers on new connections: max ${result.firstAnswerMaxMs} ms${diskLine(windowStart)})${result.non2xx || result.errors ? `  non2xx ${result.non2xx} errors ${result.errors}` : ''}`);
     return result;
   });
 }
@@ -301,14 +308,17 @@ async function main(): Promise<number> {
     let visibility = { p50: NaN, p99: NaN, count: 0 };
     if (runs('visibility')) {
       console.log(`# event visibility: ${EVENT_CHANGES} changes at ${EVENT_RATE_PER_S}/s`);
+      const from = performance.now();
       visibility = await eventVisibility(base, key, db);
-      console.log(`  p50 ${visibility.p50.toFixed(1)} ms  p99 ${visibility.p99.toFixed(1)} ms`);
+      console.log(`  p50 ${visibility.p50.toFixed(1)} ms  p99 ${visibility.p99.toFixed(1)} ms${diskLine(from)}`);
     }
 
     let streams: StreamBenchResult | undefined;
     if (runs('streams')) {
+      const from = performance.now();
       streams = await streamsPart(env, db, made.project.id, key, base);
       const s = streams;
+      if (flushProbe) console.log(`  ${diskLine(from).slice(2)}`);
       console.log(`  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms  max ${s.max.toFixed(0)} ms over ${s.pairs} (change, stream) pairs; ` +
         `RSS peak ${s.rssPeakMb.toFixed(0)} MB (VmHWM ${s.rssHwmMb.toFixed(0)}); ${s.streams} streams opened in ${(s.openMs / 1000).toFixed(1)} s; ` +
         `CPU in cores: web ${s.webCpu.toFixed(2)}, load generator ${s.benchCpu.toFixed(2)}, whole machine ${s.machineCpu.toFixed(2)} ` +
