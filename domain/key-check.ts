@@ -7,6 +7,7 @@
 import type pg from 'pg';
 import { queryFile, type Database } from '../lib/pool.ts';
 import { fillTemplate } from '../lib/sql-files.ts';
+import { SQLSTATE } from '../lib/sqlstate.ts';
 import { ApiError, errors } from './errors.ts';
 import type { CallerKey, DomainRequest } from './requests.ts';
 
@@ -104,6 +105,15 @@ export class KeyCheckedDatabase implements Database {
     return row!;
   }
 
+  get keyId(): string {
+    return this.#keyId;
+  }
+
+  /** A change's own statement checked the key (change_key_check): its answer needs no check of its own. */
+  checkedByChange(): void {
+    this.#pending = false;
+  }
+
   /** The check on its own round trip, unless a statement already carried it. */
   async confirm(): Promise<void> {
     if (!this.#pending) return;
@@ -116,6 +126,23 @@ export class KeyCheckedDatabase implements Database {
     if (outcome === 'activated') return;
     throw keyRefusal(outcome === 'expired');
   }
+}
+
+/** The key a change made through `db` checks in its own statement (change_key_check); null when no key makes it. */
+export function changeKeyOf(db: Database): string | null {
+  return db instanceof KeyCheckedDatabase ? db.keyId : null;
+}
+
+/** A change made through `db` checked its key in its own statement. */
+export function checkedByChange(db: Database): void {
+  if (db instanceof KeyCheckedDatabase) db.checkedByChange();
+}
+
+/** change_key_check's refusal (sql/migrations/0017) as the key's own answer; any other error as it is. */
+export function changeKeyRefusal(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === SQLSTATE.changeKeyRefused || code === SQLSTATE.changeKeyExpired) return keyRefusal(code === SQLSTATE.changeKeyExpired);
+  return err;
 }
 
 /**

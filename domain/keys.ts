@@ -1,13 +1,14 @@
 // The keys resource (api.md 4.1): list, read, current, create, revoke.
 import { isId, newId } from '../lib/ids.ts';
 import { queryFile, type Database } from '../lib/pool.ts';
+import { fillTemplate, queryText } from '../lib/sql-files.ts';
 import { recordEvent } from './audit.ts';
 import { KeyCheckedDatabase } from './key-check.ts';
 import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
 import { apiActor, ok, pageOf, paging, type CallerKey, type DomainRequest } from './requests.ts';
-import { change, SYSTEM_ACTOR, type Actor, type Services, type Tx } from './services.ts';
+import { change, changeByStatement, SYSTEM_ACTOR, type Actor, type Services, type Tx } from './services.ts';
 import { KEY_NAME, requiredText } from './text-fields.ts';
 
 /** The latest `expires_at` a key takes, the last second timestamptz (and any client) can sensibly hold: 9999-12-31T23:59:59Z. */
@@ -114,26 +115,47 @@ export function parseNewKey(body: Record<string, unknown>, caller: { scope: read
   return { name, scope: scopes, expiresAt: expires };
 }
 
-/** Inserts a key and enqueues `key.created`; shared by the API and the workspace command line. */
-export async function insertKey(tx: Tx, actor: Actor, projectId: string, consumerId: string, input: NewKey) {
+/** A new key's row as sql/queries/key_insert.sql takes it ($1..$8), with its secret. */
+function newKeyValues(projectId: string, consumerId: string, input: NewKey) {
   const secret = newSecret();
-  const id = newId('papi');
-  const [row] = await queryFile<KeyRow>(tx.client, 'key_insert',
-    [id, projectId, consumerId, input.name, hashSecret(secret), previewOf(secret), input.scope, input.expiresAt]);
+  const values = [newId('papi'), projectId, consumerId, input.name, hashSecret(secret), previewOf(secret), input.scope, input.expiresAt];
+  return { secret, values };
+}
+
+/** `key.created`'s details. */
+const createdDetails = (input: NewKey) => ({ name: input.name, scope: input.scope, expires_at: input.expiresAt });
+
+/** Inserts a key and enqueues `key.created` in a change of several statements (the workspace's). */
+export async function insertKey(tx: Tx, actor: Actor, projectId: string, consumerId: string, input: NewKey) {
+  const { secret, values } = newKeyValues(projectId, consumerId, input);
+  const [row] = await queryFile<KeyRow>(tx.client, 'key_insert', values);
   await recordEvent(tx, actor, {
     projectId,
     type: 'key.created',
-    related: { table: 'key', id },
-    details: { name: input.name, scope: input.scope, expires_at: input.expiresAt },
+    related: { table: 'key', id: row!.id },
+    details: createdDetails(input),
     at: row!.created_at,
   });
   return { row: row!, secret };
 }
 
+/** sql/templates/key_create.sql: key_insert.sql with the check of the caller's key and the hand-off around it. */
+let keyCreateText: string | undefined;
+
+/** The API's key creation: a change of one statement, the check and the event in it (sql/templates/key_create.sql). */
 export async function createKey(services: Services, req: DomainRequest) {
   const input = parseNewKey(req.body, { scope: req.caller.scope, expiresAt: req.caller.expires_at }, Math.floor(Date.now() / 1000));
-  const { row, secret } = await change(services, (tx) =>
-    insertKey(tx, apiActor(req), req.caller.project_id, req.caller.created_by, input));
+  const actor = apiActor(req);
+  keyCreateText ??= fillTemplate('key_create', { insert: queryText('key_insert') });
+  const { row, secret } = await changeByStatement(services, async (db, checkedKey) => {
+    const { secret, values } = newKeyValues(req.caller.project_id, req.caller.created_by, input);
+    const { rows: [row] } = await db.query({
+      name: 'key_create',
+      text: keyCreateText!,
+      values: [...values, checkedKey, actor.keyId ?? null, newId('evnt'), actor.origin, actor.ip, JSON.stringify(createdDetails(input))],
+    });
+    return { row: row as KeyRow, secret };
+  });
   return ok(keyView(row, secret), 201);
 }
 

@@ -2,10 +2,12 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { bossDb, requestJob, wakeWorkers } from '../lib/jobs.ts';
-import { withTransaction, type Database } from '../lib/pool.ts';
+import { withTransaction, type Database, type Queryable } from '../lib/pool.ts';
 import type { Logger } from '../lib/log.ts';
 import { SQLSTATE } from '../lib/sqlstate.ts';
 import type { JobPayloads, Origin, QueueName } from './jobs.ts';
+import { DRAIN_QUEUE } from './audit.ts';
+import { changeKeyOf, changeKeyRefusal, checkedByChange } from './key-check.ts';
 
 export interface Services {
   /** The process's (or thread's) pool: jobs, wake-ups, what belongs to no request. */
@@ -37,34 +39,58 @@ export interface Tx {
  */
 const DEADLOCK_ATTEMPTS = 3;
 
-/** Runs one change in one transaction; jobs and rows it hands over commit or roll back with it. */
-export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    const woken = new Set<string>();
-    const requested = new Set<string>();
-    let result: T;
+/** Runs `attempt` again when PostgreSQL aborted it to break a deadlock, up to DEADLOCK_ATTEMPTS in all. */
+async function retryingDeadlocks<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let n = 1; ; n++) {
     try {
-      result = await withTransaction(services.db, (client, end) => fn({
-        client,
-        async send(queue, data, options = {}) {
-          // No id: no job was made (a stately queue already holds one), so there is nothing to wake.
-          if (await services.boss.send(queue, data as object, { ...options, db: bossDb(client) })) woken.add(queue);
-        },
-        requestJob(queue) {
-          requested.add(queue);
-        },
-        commitAfter(statement) {
-          end.statements.push(statement);
-        },
-      }));
+      return await attempt();
     } catch (err) {
-      if ((err as { code?: unknown } | null)?.code === SQLSTATE.deadlockDetected && attempt < DEADLOCK_ATTEMPTS) continue;
+      if ((err as { code?: unknown } | null)?.code === SQLSTATE.deadlockDetected && n < DEADLOCK_ATTEMPTS) continue;
       throw err;
     }
-    for (const queue of woken) wakeWorkers(services.pool, queue);
-    for (const queue of requested) requestJob(services.pool, services.boss, queue);
-    return result;
   }
+}
+
+/** Runs one change in one transaction; jobs and rows it hands over commit or roll back with it. */
+export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  let woken = new Set<string>();
+  let requested = new Set<string>();
+  const result = await retryingDeadlocks(() => {
+    woken = new Set();
+    requested = new Set();
+    return withTransaction(services.db, (client, end) => fn({
+      client,
+      async send(queue, data, options = {}) {
+        // No id: no job was made (a stately queue already holds one), so there is nothing to wake.
+        if (await services.boss.send(queue, data as object, { ...options, db: bossDb(client) })) woken.add(queue);
+      },
+      requestJob(queue) {
+        requested.add(queue);
+      },
+      commitAfter(statement) {
+        end.statements.push(statement);
+      },
+    }));
+  });
+  for (const queue of woken) wakeWorkers(services.pool, queue);
+  for (const queue of requested) requestJob(services.pool, services.boss, queue);
+  return result;
+}
+
+/**
+ * A change made by one statement that checks the key making it and hands its event over itself
+ * (change_key_check and hand_over_event, sql/migrations/0017; sql/templates/key_create.sql), sent
+ * on its own: it commits without a BEGIN or a COMMIT message, in one round trip. `fn` runs it on
+ * `db` with `checkedKey` (null when no key makes the change); the key's refusal is answered as
+ * its own, and the drain is requested once the change has committed.
+ */
+export async function changeByStatement<T>(services: Services, fn: (db: Queryable, checkedKey: string | null) => Promise<T>): Promise<T> {
+  const result = await retryingDeadlocks(() => fn(services.pool, changeKeyOf(services.db))).catch((err: unknown) => {
+    throw changeKeyRefusal(err);
+  });
+  checkedByChange(services.db);
+  requestJob(services.pool, services.boss, DRAIN_QUEUE);
+  return result;
 }
 
 /** Who makes a change and from where: recorded on its event. */

@@ -19,6 +19,9 @@ export const SQLSTATE = {
   /** The service's own, raised by plan_admission (sql/migrations/0011). */
   planNoCustomApps: 'PMS01',
   planAppLimit: 'PMS02',
+  /** Raised by change_key_check (sql/migrations/0017): the key making the change is refused, or expired. */
+  changeKeyRefused: 'PMS03',
+  changeKeyExpired: 'PMS04',
 } as const;
 
 /** The class of every connection exception (08000, 08006, …). */

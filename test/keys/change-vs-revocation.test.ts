@@ -137,3 +137,20 @@ test('a change checked while its project is being disabled waits for the disable
   const { rows } = await service.db.query(`SELECT count(*)::int AS n FROM apps WHERE project_id = $1`, [project.projectId]);
   assert.equal(rows[0].n, 0, 'no app made in the disabled project');
 });
+
+test('a key created while its project is being disabled waits for the disable, then is refused: its one statement holds the key and its owners before it writes or locks a row', async () => {
+  const project = await service.createProject('Disabled under a key creation');
+  const changer = await knownKey(project, 'changer');
+  // The test holds the project's row: a creation that wrote its key first would wait on that row
+  // (the key's owners are read FOR SHARE), not on the disable's advisory lock, and this would time out.
+  const [, created] = await changeBehind(
+    { sql: 'SELECT id FROM projects WHERE id = $1 FOR UPDATE', id: project.projectId },
+    () => disableProject(service.services, WORKSPACE, project.projectId),
+    () => service.request('POST', '/v1/key', { key: changer.key, body: { name: 'minted in a disabled project', scope: ['key:read'] } }));
+  assertError(created, 403, MESSAGES.refused);
+  const { rows } = await service.db.query(`SELECT count(*)::int AS n FROM api_keys WHERE name = 'minted in a disabled project'`);
+  assert.equal(rows[0].n, 0, 'no key minted in the disabled project');
+  const { rows: handedOver } = await service.db.query(
+    `SELECT count(*)::int AS n FROM audit_outbox o JOIN event_types t ON t.id = o.type_id WHERE o.project_id = $1 AND t.name = 'key.created'`, [project.projectId]);
+  assert.equal(handedOver[0].n, 0, 'no key.created handed over for it');
+});
