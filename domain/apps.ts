@@ -13,7 +13,7 @@ import { errors } from './errors.ts';
 import { isImage } from './images.ts';
 import { Invalid, NotFound } from './projects.ts';
 import { apiActor, ok, pageOf, paging, type DomainRequest } from './requests.ts';
-import { change, type Actor, type Services, type Tx } from './services.ts';
+import { change, changeByStatement, type Actor, type Services, type Tx } from './services.ts';
 import { APP_DESCRIPTION, APP_NAME, editedText, requiredText } from './text-fields.ts';
 
 const DEFAULT_CATEGORY = 'general';
@@ -101,63 +101,54 @@ interface Created {
 }
 
 /**
- * A creation writes its app and its event first and takes the project's plan row last, in the
- * COMMIT's own message: every creation of a project queues on that row, so it is held only for the
- * count and the commit. The plan's answers still come first (decisions.md): a refused plan rolls
- * the app back, and a body's or a category's fault is answered only once the plan would have
- * allowed an app.
+ * A creation is one statement (sql/queries/app_create.sql): the key's check, the app and its event,
+ * then the plan's admission, which locks the project's plan row last, so every creation of a
+ * project queues on that row only for its count and its commit. The plan's answers still come
+ * first (decisions.md): a refused plan fails the statement, and a body's or a category's fault is
+ * answered only once the plan would have allowed an app.
  */
 export async function createApp(services: Services, req: DomainRequest) {
   const projectId = req.caller.project_id;
   const types = await catalog(services.pool);
-  let app: NewApp | undefined;
-  let fault: unknown;
+  let app: NewApp;
   try {
     app = parseNewApp(req.body, types);
-  } catch (err) {
-    fault = err;
+  } catch (fault) {
+    await change(services, (tx) => tx.client.query(planAdmission(tx, projectId))).catch((err: unknown) => {
+      throw planRefusal(err);
+    });
+    throw fault;
   }
-  const response = await change(services, async (tx) => {
-    const id = newId('mapp');
-    const [created] = app === undefined ? [] : await queryFile<Created>(tx.client, 'app_create', [
+  const actor = apiActor(req);
+  const id = newId('mapp');
+  const created = await changeByStatement(services, async (db, checkedKey) => {
+    const [row] = await queryFile<Created>(db, 'app_create', [
       id, projectId, app.name, app.description, app.category, app.type, app.status,
       app.data.some((f) => f.typeId === IMAGE_DATA_TYPE_ID),
       app.data.map((f) => f.id), app.data.map((_, i) => i), app.data.map((f) => f.name),
       app.data.map((f) => f.typeId), app.data.map((f) => f.placeholder), app.data.map((f) => f.required),
       app.instruction.map((i) => i.id), app.instruction.map((_, i) => i), app.instruction.map((i) => i.type),
       app.instruction.map((i) => i.instruction),
+      checkedKey, newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
     ]);
-    if (app === undefined || created!.outcome !== 'created') {
-      await tx.client.query(planAdmission(tx, projectId));
-      if (app === undefined) throw fault;
-      throw created!.outcome === 'unknown' ? errors.categoryUnknown() : errors.categoryNoImageModel();
-    }
-    const { model_id: modelId, build_id: buildId, created_at: createdAt } = created!;
-    await recordEvent(tx, apiActor(req), {
-      projectId,
-      type: 'app.created',
-      related: { table: 'app', id },
-      details: { name: app.name, category: app.category, type: app.type, status: app.status, model: modelId },
-      at: createdAt,
-    });
-    tx.commitAfter(planAdmission(tx, projectId));
-    return {
-      id,
-      object: 'app' as const,
-      name: app.name,
-      description: app.description,
-      category: app.category,
-      model: modelId,
-      model_library: buildId,
-      status: app.status,
-      created_at: createdAt,
-      data: Object.fromEntries(app.data.map((f) => [f.id, { type: f.sentType, value: f.name, placeholder: f.placeholder, required: f.required }])),
-      instruction: Object.fromEntries(app.instruction.map((i) => [i.id, { type: i.type, instruction: i.instruction }])),
-    };
+    return row!;
   }).catch((err: unknown) => {
     throw planRefusal(err);
   });
-  return ok(response);
+  if (created.outcome !== 'created') throw created.outcome === 'unknown' ? errors.categoryUnknown() : errors.categoryNoImageModel();
+  return ok({
+    id,
+    object: 'app' as const,
+    name: app.name,
+    description: app.description,
+    category: app.category,
+    model: created.model_id,
+    model_library: created.build_id,
+    status: app.status,
+    created_at: created.created_at,
+    data: Object.fromEntries(app.data.map((f) => [f.id, { type: f.sentType, value: f.name, placeholder: f.placeholder, required: f.required }])),
+    instruction: Object.fromEntries(app.instruction.map((i) => [i.id, { type: i.type, instruction: i.instruction }])),
+  });
 }
 
 /** The statement that locks the project's plan row and refuses an app the plan does not allow. */

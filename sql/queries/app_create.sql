@@ -1,10 +1,20 @@
--- App creation in one statement: the category's model, then the app with its data fields and
--- instructions. The plan is checked after it, with the plan row locked (plan_admission.sql).
+-- App creation in one statement (domain/apps.ts createApp, through domain/services.ts
+-- changeByStatement): sent on its own, it commits without a BEGIN or a COMMIT message, in one
+-- round trip. In order (each LATERAL reads the one before it, so the only plan runs them so):
+-- the caller's key checked and held (change_key_check, sql/migrations/0017; a refusal fails the
+-- statement) before any row is written or locked; the category's model; the app with its data
+-- fields and instructions; its app.created handed over (hand_over_event); and last the plan's
+-- admission (sql/migrations/0011), which locks the project's plan row, so every creation of a
+-- project queues on that row only for its count, its last inserts and its commit. A refused plan
+-- fails the statement, so its answer comes before a body's or a category's fault (decisions.md).
 -- $1 id, $2 project, $3 name, $4 description, $5 category, $6 type, $7 status,
 -- $8 needs an image-reading model, $9..$14 data fields (id, position, name, type, placeholder,
--- required), $15..$18 instructions (id, position, type, text).
+-- required), $15..$18 instructions (id, position, type, text), $19 the key to check (NULL: none),
+-- $20 the event's id, $21 its origin, $22 the actor's key, $23 its ip address.
 -- outcome: created | unknown (no such category, or no build of its model) | no-image-model.
-WITH category AS (
+WITH checked AS MATERIALIZED (
+  SELECT change_key_check($19) AS ok
+), category AS (
   SELECT CASE WHEN $8::boolean THEN c.image_model_id ELSE c.model_id END AS model_id
   FROM categories c WHERE c.name = $5
 ), model AS (
@@ -28,10 +38,24 @@ WITH category AS (
   SELECT f.id, app.id, f.position, f.name, f.type_id, f.placeholder, f.required
   FROM app, unnest($9::text[], $10::int[], $11::text[], $12::text[], $13::text[], $14::boolean[])
     AS f (id, position, name, type_id, placeholder, required)
+  RETURNING 1
 ), instructions AS (
   INSERT INTO app_instructions (id, app_id, position, type, instruction)
   SELECT i.id, app.id, i.position, i.type, i.instruction
   FROM app, unnest($15::text[], $16::int[], $17::text[], $18::text[]) AS i (id, position, type, instruction)
+  RETURNING 1
 )
-SELECT d.outcome, d.model_id, d.build_id, app.created_at
-FROM decision d LEFT JOIN app ON true
+SELECT d.outcome, d.model_id, d.build_id, a.created_at
+FROM checked
+CROSS JOIN LATERAL (SELECT decision.* FROM decision WHERE checked.ok) d
+LEFT JOIN LATERAL (SELECT app.* FROM app WHERE d.outcome = 'created') a ON true
+LEFT JOIN LATERAL (
+  SELECT hand_over_event($20, $2, 'app.created', 'app', a.id, $21, $22, $23,
+           jsonb_build_object('name', $3::text, 'category', $5::text, 'type', $6::text, 'status', $7::text, 'model', d.model_id),
+           a.created_at)
+  WHERE a.id IS NOT NULL
+) handed_over ON true
+CROSS JOIN LATERAL (
+  SELECT plan_admission($2)
+  WHERE d.outcome IS NOT NULL AND (SELECT count(*) FROM fields) + (SELECT count(*) FROM instructions) >= 0
+) admitted
