@@ -241,48 +241,29 @@ function parseEdit(body: Record<string, unknown>): AppEdit {
   return edit;
 }
 
-interface LockedApp {
-  id: string; name: string; description: string; type: 'private' | 'public'; status: string;
-  logo_file_id: string | null; has_image_logo: boolean;
+/** app_edit.sql's row: the app as the edit leaves it, or why publishing it was refused. */
+interface EditedApp extends AppSummaryRow {
+  refusal: 'needs-activation' | 'needs-image-logo' | null;
 }
 
+/**
+ * An edit is one statement (sql/queries/app_edit.sql): the key's check, the app locked, the edit
+ * unless it changes nothing or publishing is refused, and its events (a rename and a publish in
+ * one PATCH: app.updated, then app.published).
+ */
 export async function updateApp(services: Services, req: DomainRequest) {
   // The body first, then the app (decisions.md: validation, then the work): an id that cannot be
   // an app's is answered where an unknown one is, so the two answer alike.
   const edit = parseEdit(req.body);
   const id = appIdParam(req);
-  const projectId = req.caller.project_id;
   const actor = apiActor(req);
-  const row = await change(services, async (tx) => {
-    const [app] = await queryFile<LockedApp>(tx.client, 'app_lock_own', [id, projectId]);
-    if (!app) throw errors.appNotFound();
-    const publishing = edit.type === 'public' && app.type !== 'public';
-    if (publishing && app.status !== 'activated') throw errors.publishNeedsActivation();
-    if (publishing && !app.has_image_logo) throw errors.publishNeedsImageLogo();
-
-    const changes: Record<string, { from: string; to: string }> = {};
-    for (const field of ['name', 'description'] as const) {
-      const to = edit[field];
-      if (to !== undefined && to !== app[field]) changes[field] = { from: app[field], to };
-    }
-    const typeChanged = edit.type !== undefined && edit.type !== app.type;
-    if (Object.keys(changes).length === 0 && !typeChanged) {
-      const [unchanged] = await queryFile<AppSummaryRow>(tx.client, 'app_summary', [id, projectId]);
-      return unchanged!;
-    }
-    const [updated] = await queryFile<AppSummaryRow>(tx.client, 'app_update',
-      [id, projectId, edit.name ?? app.name, edit.description ?? app.description, edit.type ?? app.type]);
-    const event = { projectId, related: { table: 'app' as const, id }, at: updated!.updated_at };
-    if (Object.keys(changes).length > 0) await recordEvent(tx, actor, { ...event, type: 'app.updated', details: { changes } });
-    if (typeChanged) {
-      await recordEvent(tx, actor, {
-        ...event,
-        type: edit.type === 'public' ? 'app.published' : 'app.unpublished',
-        details: { changes: { type: { from: app.type, to: edit.type! } } },
-      });
-    }
-    return updated!;
-  });
+  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<EditedApp>(db, 'app_edit', [
+    id, req.caller.project_id, edit.name ?? null, edit.description ?? null, edit.type ?? null,
+    checkedKey, newId('evnt'), newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
+  ]));
+  if (!row) throw errors.appNotFound();
+  if (row.refusal === 'needs-activation') throw errors.publishNeedsActivation();
+  if (row.refusal === 'needs-image-logo') throw errors.publishNeedsImageLogo();
   return ok(appView(row));
 }
 

@@ -94,10 +94,13 @@ test('a PATCH that renames and publishes records one app.updated and one app.pub
   const list = await appEvents(p);
   assert.deepEqual(kinds(list), ['app.created api', 'app.logo_changed workspace', 'app.published api', 'app.updated api']);
   assert.deepEqual(only(list, 'app.updated')[0].details, { changes: { name: { from: 'before', to: 'after' } } });
+  assert.deepEqual(only(list, 'app.published')[0].details, { changes: { type: { from: 'private', to: 'public' } } });
+  assert.ok(only(list, 'app.updated')[0].sequence < only(list, 'app.published')[0].sequence, 'app.updated first, then app.published');
 });
 
 test('an event holds exactly the text of its change, whatever SQL or escapes the text spells', async () => {
-  // The event's row is written in the COMMIT's message with its values quoted into the text.
+  // An event is handed over with its values bound (a change of one statement: creation, PATCH)
+  // or quoted into the text of its COMMIT's message (the workspace's changes, a deletion).
   const p = await service.createProject('Quoted text');
   const names = [
     "O'Brien's \\app\\", "a\n;\nCOMMIT;\nDROP TABLE audit_outbox; --", "$1 {{id}} E'\\x00' $$ \\\\'", '\u{1F680} \u00e9\u200d\u2028 "quoted"',

@@ -1,5 +1,0 @@
-UPDATE apps
-SET name = $3, description = $4, type = $5, updated_at = now_seconds()
-WHERE id = $1 AND project_id = $2
-RETURNING id, name, description, type, status, model_id, model_build_id,
-          unix_seconds(created_at) AS created_at, unix_seconds(updated_at) AS updated_at
