@@ -269,18 +269,11 @@ export async function updateApp(services: Services, req: DomainRequest) {
 
 export async function deleteApp(services: Services, req: DomainRequest) {
   const id = appIdParam(req);
-  const projectId = req.caller.project_id;
-  await change(services, async (tx) => {
-    const [deleted] = await queryFile<{ id: string; name: string; deleted_at: number }>(tx.client, 'app_delete', [id, projectId]);
-    if (!deleted) throw errors.appNotFound();
-    await recordEvent(tx, apiActor(req), {
-      projectId,
-      type: 'app.deleted',
-      related: { table: 'app', id },
-      details: { name: deleted.name },
-      at: deleted.deleted_at,
-    });
-  });
+  const actor = apiActor(req);
+  const [deleted] = await changeByStatement(services, (db, checkedKey) => queryFile<{ id: string }>(db, 'app_delete', [
+    id, req.caller.project_id, checkedKey, newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
+  ]));
+  if (!deleted) throw errors.appNotFound();
   return ok({ deleted: true as const, id });
 }
 

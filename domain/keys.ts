@@ -163,19 +163,12 @@ export async function revokeKey(services: Services, req: DomainRequest) {
   const id = keyIdParam(req);
   if (id === req.caller.id) throw errors.revokeCurrent();
   if (!isId('papi', id)) throw errors.keyNotFound();
-  const projectId = req.caller.project_id;
-  await change(services, async (tx) => {
-    const [revoked] = await queryFile<{ id: string; name: string; updated_at: number; expired_at: number | null }>(tx.client, 'key_revoke', [id, projectId]);
-    if (!revoked) throw errors.keyNotFound();
-    if (revoked.expired_at !== null) await recordExpiry(tx, projectId, id, revoked.expired_at);
-    await recordEvent(tx, apiActor(req), {
-      projectId,
-      type: 'key.revoked',
-      related: { table: 'key', id },
-      details: { name: revoked.name },
-      at: revoked.updated_at,
-    });
-  });
+  const actor = apiActor(req);
+  const [revoked] = await changeByStatement(services, (db, checkedKey) => queryFile<{ id: string }>(db, 'key_revoke', [
+    id, req.caller.project_id, checkedKey, newId('evnt'), newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
+    SYSTEM_ACTOR.origin, SYSTEM_ACTOR.ip,
+  ]));
+  if (!revoked) throw errors.keyNotFound();
   return ok({ deleted: true as const, id });
 }
 
