@@ -128,7 +128,8 @@ const createdDetails = (input: NewKey) => ({ name: input.name, scope: input.scop
 /** Inserts a key and enqueues `key.created` in a change of several statements (the workspace's). */
 export async function insertKey(tx: Tx, actor: Actor, projectId: string, consumerId: string, input: NewKey) {
   const { secret, values } = newKeyValues(projectId, consumerId, input);
-  const [row] = await queryFile<KeyRow>(tx.client, 'key_insert', values);
+  // No key to check: the change checked its own in its BEGIN, or no key makes it.
+  const [row] = await queryFile<KeyRow>(tx.client, 'key_insert', [...values, null]);
   await recordEvent(tx, actor, {
     projectId,
     type: 'key.created',

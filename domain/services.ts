@@ -108,7 +108,10 @@ async function statementAlone(pool: pg.Pool, config: pg.QueryConfig): Promise<pg
   try {
     return await client.query(config);
   } catch (err) {
-    if (isDatabaseUnavailable(err)) broken = err as Error;
+    // A deadlock or a statement timeout is the statement's own end too, though the service
+    // answers them as the database's unavailability.
+    const code = (err as { code?: unknown }).code;
+    if (isDatabaseUnavailable(err) && code !== SQLSTATE.deadlockDetected && code !== SQLSTATE.queryCanceled) broken = err as Error;
     throw err;
   } finally {
     client.release(broken);

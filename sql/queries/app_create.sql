@@ -1,12 +1,16 @@
 -- App creation in one statement (domain/apps.ts createApp, through domain/services.ts
 -- changeByStatement): sent on its own, it commits without a BEGIN or a COMMIT message, in one
--- round trip. In order (each LATERAL reads the one before it, so the only plan runs them so):
--- the caller's key checked and held (change_key_check, sql/migrations/0017; a refusal fails the
+-- round trip. In order: the caller's key checked and held (change_key_check, sql/migrations/0017; a refusal fails the
 -- statement) before any row is written or locked; the category's model; the app with its data
 -- fields and instructions; its app.created handed over (hand_over_event); and last the plan's
 -- admission (sql/migrations/0011), which locks the project's plan row, so every creation of a
 -- project queues on that row only for its count, its last inserts and its commit. A refused plan
 -- fails the statement, so its answer comes before a body's or a category's fault (decisions.md).
+-- Every part that locks or writes a row waits on `(SELECT ok FROM checked)`: a sub-select of no
+-- column, run once before the scan beneath it starts, whatever order the planner picks, and run
+-- always, since a data-modifying part always runs. So the key is checked and held before any row
+-- is locked or written, and checked even when the change finds nothing (a joined order or a
+-- LATERAL is the planner's to rearrange: test/keys/change-order.test.ts).
 -- $1 id, $2 project, $3 name, $4 description, $5 category, $6 type, $7 status,
 -- $8 needs an image-reading model, $9..$14 data fields (id, position, name, type, placeholder,
 -- required), $15..$18 instructions (id, position, type, text), $19 the key to check (NULL: none),
@@ -31,7 +35,7 @@ WITH checked AS MATERIALIZED (
          (SELECT build_id FROM model) AS build_id
 ), app AS (
   INSERT INTO apps (id, project_id, name, description, category, type, status, model_id, model_build_id)
-  SELECT $1, $2, $3, $4, $5, $6, $7, d.model_id, d.build_id FROM decision d WHERE d.outcome = 'created'
+  SELECT $1, $2, $3, $4, $5, $6, $7, d.model_id, d.build_id FROM decision d WHERE d.outcome = 'created' AND (SELECT ok FROM checked)
   RETURNING id, unix_seconds(created_at) AS created_at
 ), fields AS (
   INSERT INTO app_data_fields (id, app_id, position, name, type_id, placeholder, required)
@@ -57,5 +61,5 @@ LEFT JOIN LATERAL (
 ) handed_over ON true
 CROSS JOIN LATERAL (
   SELECT plan_admission($2)
-  WHERE d.outcome IS NOT NULL AND (SELECT count(*) FROM fields) + (SELECT count(*) FROM instructions) >= 0
+  WHERE (SELECT ok FROM checked) AND d.outcome IS NOT NULL AND (SELECT count(*) FROM fields) + (SELECT count(*) FROM instructions) >= 0
 ) admitted

@@ -6,6 +6,11 @@
 -- be activated, then have an image logo); then its events handed over (hand_over_event), in the
 -- order listed. A refused or empty edit writes nothing and hands nothing over. No row: no such
 -- app of the project.
+-- Every part that locks or writes a row waits on `(SELECT ok FROM checked)`: a sub-select of no
+-- column, run once before the scan beneath it starts, whatever order the planner picks, and run
+-- always, since a data-modifying part always runs. So the key is checked and held before any row
+-- is locked or written, and checked even when the change finds nothing (a joined order or a
+-- LATERAL is the planner's to rearrange: test/keys/change-order.test.ts).
 -- $1 app, $2 project, $3 name, $4 description, $5 type (each NULL when not sent), $6 the key to
 -- check (NULL: none), $7 app.updated's id, $8 the type event's id, $9 origin, $10 the actor's
 -- key, $11 ip address.
@@ -18,9 +23,9 @@ WITH checked AS MATERIALIZED (
          CASE WHEN $5 = 'public' AND a.type <> 'public' AND a.status <> 'activated' THEN 'needs-activation'
               WHEN $5 = 'public' AND a.type <> 'public' AND NOT coalesce(f.is_image, false) THEN 'needs-image-logo'
          END AS refusal
-  FROM checked, apps a
+  FROM apps a
   LEFT JOIN files f ON f.id = a.logo_file_id
-  WHERE checked.ok AND a.id = $1 AND a.project_id = $2 AND a.deleted_at IS NULL
+  WHERE (SELECT ok FROM checked) AND a.id = $1 AND a.project_id = $2 AND a.deleted_at IS NULL
   FOR UPDATE OF a
 ), edited AS (
   UPDATE apps
