@@ -93,6 +93,16 @@ interface Measured {
   errors: number;
 }
 
+/** Probes the embedded database's disk while the bench runs (not a database given by DATABASE_URL). */
+let flushProbe: FlushProbe | undefined;
+
+/** The disk's flush stalls since `from` (performance.now()), for a part's line: a change's event waits for its drain's commit too. */
+function diskLine(from: number): string {
+  return flushProbe ? diskText(flushProbe.between(from, performance.now())) : '';
+}
+
+const diskText = (disk: FlushStalls | undefined) => (disk ? `; disk flushes over ${STALL_MS} ms: ${disk.stalls}, max ${disk.maxMs} ms` : '');
+
 /**
  * One autocannon run of BENCH_WARMUP_S + BENCH_DURATION_S on the same 32 connections; throughput,
  * p50 and p99 are of the answers that arrive in the last BENCH_DURATION_S. Clients that keep their
@@ -100,16 +110,6 @@ interface Measured {
  * warm-up would open 32 new connections, and their first answers (each behind 32 handshakes at
  * once) would be 32 of the window's slowest, about a third of a write's slowest 1%.
  */
-/** Probes the embedded database's disk while the bench runs (not a database given by DATABASE_URL). */
-let flushProbe: FlushProbe | undefined;
-
-/** The disk's flush stalls since `from` (performance.now()), for a part's line: a change's event waits for its drain's commit too. */
-function diskLine(from: number): string {
-  if (!flushProbe) return '';
-  const disk = flushProbe.between(from, performance.now());
-  return `; disk flushes over ${STALL_MS} ms: ${disk.stalls}, max ${disk.maxMs} ms`;
-}
-
 function measure(load: Load): Promise<Measured> {
   let n = 0;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -156,7 +156,7 @@ function measure(load: Load): Promise<Measured> {
       if (status < 200 || status > 299) non2xx++;
     });
   }).then((result) => {
-    console.log(`  ${load.name.padEnd(34)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  (first answers on new connections: max ${result.firstAnswerMaxMs} ms${diskLine(windowStart)})${result.non2xx || result.errors ? `  non2xx ${result.non2xx} errors ${result.errors}` : ''}`);
+    console.log(`  ${load.name.padEnd(34)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  (first answers on new connections: max ${result.firstAnswerMaxMs} ms${diskText(result.disk)})${result.non2xx || result.errors ? `  non2xx ${result.non2xx} errors ${result.errors}` : ''}`);
     return result;
   });
 }
