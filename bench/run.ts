@@ -318,13 +318,12 @@ async function main(): Promise<number> {
       const from = performance.now();
       streams = await streamsPart(env, db, made.project.id, key, base);
       const s = streams;
-      if (flushProbe) console.log(`  ${diskLine(from).slice(2)}`);
       console.log(`  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms  max ${s.max.toFixed(0)} ms over ${s.pairs} (change, stream) pairs; ` +
         `RSS peak ${s.rssPeakMb.toFixed(0)} MB (VmHWM ${s.rssHwmMb.toFixed(0)}); ${s.streams} streams opened in ${(s.openMs / 1000).toFixed(1)} s; ` +
         `CPU in cores: web ${s.webCpu.toFixed(2)}, load generator ${s.benchCpu.toFixed(2)}, whole machine ${s.machineCpu.toFixed(2)} ` +
         `(the bench's own processes ${s.benchTreeCpu.toFixed(2)}, others ${Math.max(0, s.machineCpu - s.benchTreeCpu).toFixed(2)}); ` +
         `RSS with the streams open ${s.rssOpenMb.toFixed(0)} MB; ${s.eventsPerRead.toFixed(1)} events per read` +
-        `${s.problems.length ? `; ${s.problems.length} problem(s)` : ''}`);
+        `${s.problems.length ? `; ${s.problems.length} problem(s)` : ''}${diskLine(from)}`);
       console.log(`  to the first stream p50 ${s.firstP50.toFixed(1)} ms, p99 ${s.firstP99.toFixed(1)} ms; first to last stream p50 ${s.spreadP50.toFixed(1)} ms, p99 ${s.spreadP99.toFixed(1)} ms`);
       for (const problem of s.problems.slice(0, 10)) console.log(`  ${problem}`);
     }
