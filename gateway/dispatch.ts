@@ -158,6 +158,8 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
 function queryOf(raw: string): Record<string, string | string[]> {
   // No prototype: a parameter named __proto__ is data like any other.
   const query: Record<string, string | string[]> = Object.create(null);
+  // Most requests carry no query, and a URLSearchParams made for nothing is not free.
+  if (raw === '') return query;
   for (const [name, value] of new URLSearchParams(raw)) {
     const seen = query[name];
     query[name] = seen === undefined ? value : [...(Array.isArray(seen) ? seen : [seen]), value];
