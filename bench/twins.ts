@@ -1,7 +1,9 @@
 // The benchmark's twins (issue: each endpoint against its own bare twin): for every endpoint the
 // bench measures, a route that runs exactly that endpoint's handler (the same SQL files, the same
 // parameters, the same view, so the same bytes) for the bench's key, with no authentication,
-// scope check, pool thread, request log or audit hand-off. A write's change runs in its transaction
+// scope check, pool thread, request log or audit hand-off. A read reaches the database as the
+// gateway's do, on pipelining lanes (lib/lanes.ts), so that `x twin` holds the gateway's own work
+// and not its transport. A write's change runs in its transaction
 // without its audit_outbox row (that statement is taken out of its COMMIT's message, or, for a
 // change made by one statement, the statement's hand-off writes nothing) and without the job
 // requested after its commit (the job producer here sends nothing). Built from the same restify, pg and
@@ -17,13 +19,15 @@ import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import { responseJson, type CallerKey, type DomainRequest } from '../domain/requests.ts';
 import { hashSecret } from '../domain/secrets.ts';
 import { readConfig } from '../lib/config.ts';
-import { createPool, queryFile, STATEMENT_SEPARATOR } from '../lib/pool.ts';
+import { openLanedDatabase } from '../lib/lanes.ts';
+import { queryFile, STATEMENT_SEPARATOR } from '../lib/pool.ts';
 import { createLogger } from '../lib/log.ts';
 import { ENDPOINTS } from '../workers/endpoints/registry.ts';
 
 const [portArg, databaseUrl, secret] = process.argv.slice(2);
 const log = createLogger('warn', 'twins', 2);
-const pool = createPool(readConfig({ DB_POOL_SIZE: '8' }), log, databaseUrl!, 8);
+const reads = openLanedDatabase(readConfig({ DB_POOL_SIZE: '8' }), log, databaseUrl!);
+const { pool } = reads;
 /** Sends no job and writes no outbox row: a twin is the change without its audit hand-off. */
 const boss = { send: async () => null } as unknown as PgBoss;
 /**
@@ -80,8 +84,8 @@ for (const endpoint of Object.values(ENDPOINTS)) {
       // As for a key the service knows from memory: the endpoint's own statements, without the
       // key check (GET /v1/key/current's read of the key is that check: the twin makes it too).
       const result = endpoint === ENDPOINTS.keyCurrent
-        ? endpoint.handler(new KeyCheckedDatabase(pool, caller!.id), request)
-        : endpoint.runs === 'inline' ? endpoint.handler(pool, request) : endpoint.handler(services, request);
+        ? endpoint.handler(new KeyCheckedDatabase(reads, caller!.id), request)
+        : endpoint.runs === 'inline' ? endpoint.handler(reads, request) : endpoint.handler(services, request);
       // The service's own envelope writer: the same bytes, the same two headers.
       result.then((done) => sendSerializedEnvelope(res, done.status, responseJson(done)), () => sendSerializedEnvelope(res, 503, '"twin failed"'))
         .finally(() => next(false));

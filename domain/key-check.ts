@@ -52,11 +52,11 @@ function ridingText(config: pg.QueryConfig, keyParam: number): string {
  */
 export class KeyCheckedDatabase implements Database {
   #pending: boolean;
-  readonly #pool: pg.Pool;
+  readonly #pool: Database;
   readonly #keyId: string;
 
   /** `checked`: authentication looked the key up for this very request. */
-  constructor(pool: pg.Pool, keyId: string, checked = false) {
+  constructor(pool: Database, keyId: string, checked = false) {
     this.#pool = pool;
     this.#keyId = keyId;
     this.#pending = !checked;
@@ -149,7 +149,7 @@ export function changeKeyRefusal(err: unknown): unknown {
  * Runs a request's work over the view of the database that checks its key: by the time any
  * answer, success or failure, comes back, and in each change.
  */
-export async function withKeyCheck<T>(pool: pg.Pool, request: DomainRequest, work: (db: Database) => Promise<T>): Promise<T> {
+export async function withKeyCheck<T>(pool: Database, request: DomainRequest, work: (db: Database) => Promise<T>): Promise<T> {
   if (request.keyChecked) return work(new KeyCheckedDatabase(pool, request.caller.id, true));
   const db = new KeyCheckedDatabase(pool, request.caller.id);
   let result: T;

@@ -6,12 +6,12 @@
 // is a refusal like any other: it spends its address's budget. An address past its budget of
 // refusals gets 429 without the query (refusal-throttle.ts). The last use is written at most once
 // a minute, off the request's path.
-import type pg from 'pg';
 import type { Response } from 'restify';
 import { errors, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
 import { keyRefusal } from '../domain/key-check.ts';
 import { couldBeSecret, hashSecret } from '../domain/secrets.ts';
+import type { LanedDatabase } from '../lib/lanes.ts';
 import { queryFile } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import type { KnownKeys } from './known-keys.ts';
@@ -33,7 +33,7 @@ function refusal(row: CallerKey | undefined): ApiError | undefined {
   return undefined;
 }
 
-export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refusalsPerMinute: number, refusalDelayMs: number): Handler {
+export function authenticate(db: LanedDatabase, known: KnownKeys, log: Logger, refusalsPerMinute: number, refusalDelayMs: number): Handler {
   const touchedAtMs = new Map<string, number>();
   const throttle = new RefusalThrottle(refusalsPerMinute);
 
@@ -43,7 +43,8 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
     if (nowMs - (touchedAtMs.get(key.id) ?? 0) < LAST_USED_RESOLUTION_MS) return;
     if (touchedAtMs.size >= LAST_USED_MEMORY_KEYS) touchedAtMs.clear();
     touchedAtMs.set(key.id, nowMs);
-    queryFile(pool, 'key_touch_last_used', [key.id]).catch((err) => {
+    // A write: on a connection of its own, not on a lane, where its commit would hold up reads.
+    queryFile(db.pool, 'key_touch_last_used', [key.id]).catch((err) => {
       touchedAtMs.delete(key.id);
       log.warn({ err: errorFields(err), keyId: key.id }, 'could not record last use');
     });
@@ -90,7 +91,7 @@ export function authenticate(pool: pg.Pool, known: KnownKeys, log: Logger, refus
       return next();
     }
     if (overBudget(req, res, next)) return;
-    queryFile<CallerKey>(pool, 'key_authenticate', [hash]).then(([row]) => {
+    queryFile<CallerKey>(db, 'key_authenticate', [hash]).then(([row]) => {
       const refused = refusal(row);
       if (refused) return next(refused);
       throttle.giveBack(req.clientIp);

@@ -1,12 +1,12 @@
 // The hand-off: an endpoint of the registry answers here, on the gateway's thread when it runs
 // inline, else by one message to a pool thread and one { status, json } back; then the envelope.
-import type pg from 'pg';
 import { Piscina } from 'piscina';
 import type { Response } from 'restify';
 import { keyRefusal, withKeyCheck } from '../domain/key-check.ts';
 import { errors, type ApiError } from '../domain/errors.ts';
 import { responseJson, type DomainRequest, type SerializedResult } from '../domain/requests.ts';
 import type { Config } from '../lib/config.ts';
+import type { LanedDatabase } from '../lib/lanes.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import type { PoolTask, PoolWorkerData } from '../workers/pool/task.ts';
 import type { EventStreams } from './event-streams.ts';
@@ -68,7 +68,7 @@ function domainRequest(req: GatewayRequest): DomainRequest {
  */
 export interface Runners {
   pool: WorkerPool;
-  db: pg.Pool;
+  db: LanedDatabase;
   known: KnownKeys;
   maxQueued: number;
   streams: EventStreams;

@@ -13,7 +13,7 @@ import type { Response } from 'restify';
 import type { StreamQuery } from '../domain/events.ts';
 import { EVENTS_CHANNEL } from '../domain/audit.ts';
 import type { Config } from '../lib/config.ts';
-import { queryFile } from '../lib/pool.ts';
+import { queryFile, type Queryable } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import type { GatewayRequest } from './types.ts';
 
@@ -96,7 +96,7 @@ export class EventStreams {
   /** Streams between their place taken and their head written (open), in all and by project. */
   private opening = 0;
   private readonly openingFor = new Map<string, number>();
-  private readonly pool: pg.Pool;
+  private readonly pool: Queryable;
   private readonly databaseUrl: string;
   private readonly config: Config;
   private readonly log: Logger;
@@ -106,7 +106,7 @@ export class EventStreams {
   private sweeping = false;
   private readonly timers: NodeJS.Timeout[] = [];
 
-  constructor(pool: pg.Pool, databaseUrl: string, config: Config, log: Logger) {
+  constructor(pool: Queryable, databaseUrl: string, config: Config, log: Logger) {
     this.pool = pool;
     this.databaseUrl = databaseUrl;
     this.config = config;

@@ -1,12 +1,12 @@
 // /healthz: the process answers. /readyz: the database answers too.
-import type pg from 'pg';
+import type { Queryable } from '../lib/pool.ts';
 import { errors } from '../domain/errors.ts';
 import { sendEnvelope, sendError } from './envelope.ts';
 import type { Handler } from './types.ts';
 
 const READY_TIMEOUT_MS = 1500;
 
-export function health(pool: pg.Pool): Record<string, Handler> {
+export function health(db: Queryable): Record<string, Handler> {
   return {
     '/healthz': function healthz(_req, res, next) {
       sendEnvelope(res, 200, { status: 'ok' });
@@ -14,7 +14,7 @@ export function health(pool: pg.Pool): Record<string, Handler> {
     },
     '/readyz': function readyz(_req, res, next) {
       const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS).unref());
-      Promise.race([pool.query('SELECT 1'), timeout]).then(
+      Promise.race([db.query({ text: 'SELECT 1' }), timeout]).then(
         () => sendEnvelope(res, 200, { status: 'ready', database: 'ok' }),
         () => sendError(res, errors.unavailable()),
       ).finally(() => next(false));

@@ -5,19 +5,19 @@
 // (refusals.ts), so a key revoked or disabled through any process is refused first, on its very
 // next call.
 // Bounded: past the bound the key remembered longest ago is forgotten (and looked up again).
-import type pg from 'pg';
 import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import type { CallerKey } from '../domain/requests.ts';
+import type { Database } from '../lib/pool.ts';
 import type { GatewayRequest } from './types.ts';
 
 export class KnownKeys {
   readonly #keys = new Map<string, CallerKey>();
-  readonly #pool: pg.Pool;
+  readonly #db: Database;
   readonly #size: number;
 
   /** size 0: every call looks its key up. */
-  constructor(pool: pg.Pool, size: number) {
-    this.#pool = pool;
+  constructor(db: Database, size: number) {
+    this.#db = db;
     this.#size = size;
   }
 
@@ -40,7 +40,7 @@ export class KnownKeys {
   /** The caller's key checked now, unless authentication looked it up for this request. */
   async check(req: GatewayRequest): Promise<void> {
     if (req.callerChecked) return;
-    await new KeyCheckedDatabase(this.#pool, req.caller!.id).confirm();
+    await new KeyCheckedDatabase(this.#db, req.caller!.id).confirm();
     req.callerChecked = true;
   }
 }

@@ -6,7 +6,7 @@ import restify from 'restify';
 import { errors } from '../domain/errors.ts';
 import { loggablePath } from '../domain/secrets.ts';
 import type { Config } from '../lib/config.ts';
-import { createPool } from '../lib/pool.ts';
+import { openLanedDatabase } from '../lib/lanes.ts';
 import type { Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
 import { bodyLimit, continueAtBodyLimit } from './body-limit.ts';
@@ -96,8 +96,8 @@ function logRequests(server: restify.Server, log: Logger): void {
 
 export async function startGateway(config: Config, log: Logger, databaseUrl: string): Promise<Gateway> {
   const tls = await loadCertificate(config);
-  const pool = createPool(config, log, databaseUrl);
-  const known = new KnownKeys(pool, config.keyMemorySize);
+  const db = openLanedDatabase(config, log, databaseUrl);
+  const known = new KnownKeys(db, config.keyMemorySize);
   const refusals = createRefusals(log, known, config.keyRefusalFloorMs);
   const workers = createWorkerPool(config, databaseUrl);
   let httpsPort = config.httpsPort;
@@ -128,17 +128,17 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   };
   const pre: Handler[] = [closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
-  pre.push(acceptedMethods(), bodyLimit(), authenticate(pool, known, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
+  pre.push(acceptedMethods(), bodyLimit(), authenticate(db, known, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
   server.pre(inSequence(pre, refusals) as never);
 
-  const streams = new EventStreams(pool, databaseUrl, config, log);
-  const runners = { pool: workers, db: pool, known, maxQueued: config.maxQueuedTasks, streams, refusals, log };
+  const streams = new EventStreams(db, databaseUrl, config, log);
+  const runners = { pool: workers, db, known, maxQueued: config.maxQueuedTasks, streams, refusals, log };
   // The router, derived from the endpoint registry: each endpoint's scope check, then its handler.
   for (const [name, endpoint] of allEndpoints()) {
     const register = { GET: server.get, POST: server.post, PATCH: server.patch, DELETE: server.del }[endpoint.method];
     register.call(server, routerPath(endpoint.path), inSequence([requireScope(endpoint.scope), serveEndpoint(runners, name, endpoint)], refusals) as never);
   }
-  for (const [path, handler] of Object.entries(health(pool))) server.get(path, handler as never);
+  for (const [path, handler] of Object.entries(health(db))) server.get(path, handler as never);
   server.get('/openapi.json', serveOpenApi() as never);
 
   // Step 5 and 6: the router's own refusals, in the contract's words.
@@ -199,7 +199,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
       clearInterval(sweeper);
       clearTimeout(timer);
       await workers.destroy();
-      await pool.end();
+      await db.end();
     },
   };
 }

@@ -53,6 +53,7 @@ export interface Config {
   /** Requests waiting for a thread before the gateway sheds load with 503. */
   maxQueuedTasks: number;
   dbPoolSize: number;
+  dbLanes: number;
   dbConnectTimeoutMs: number;
   dbStatementTimeoutMs: number;
 }
@@ -201,6 +202,7 @@ export function readConfig(env = process.env): Config {
     tasksPerThread: int(env, 'TASKS_PER_THREAD', 32, 1),
     maxQueuedTasks: int(env, 'MAX_QUEUED_TASKS', 512),
     dbPoolSize: int(env, 'DB_POOL_SIZE', 8, 1, 1000),
+    dbLanes: int(env, 'DB_LANES', 2, 0, 1000),
     // A database that does not answer must become a 503 quickly, never a hang (0 would be no bound).
     dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 1),
     dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 1),

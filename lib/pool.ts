@@ -9,13 +9,21 @@ import { queryText } from './sql-files.ts';
 // int8 (counts, Unix seconds) as numbers: every value we read fits well inside 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
 
-export function createPool(config: Config, log: Logger, connectionString: string, max = config.dbPoolSize): pg.Pool {
+/** A client that sends each statement at once, behind those still in flight (lib/lanes.ts). */
+class PipeliningClient extends pg.Client {
+  constructor(config?: pg.ClientConfig) {
+    super({ ...config, pipeline: true } as pg.ClientConfig);
+  }
+}
+
+export function createPool(config: Config, log: Logger, connectionString: string, max = config.dbPoolSize, { pipelining = false } = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString,
     max,
     connectionTimeoutMillis: config.dbConnectTimeoutMs,
     statement_timeout: config.dbStatementTimeoutMs,
     idleTimeoutMillis: 30_000,
+    ...(pipelining ? { Client: PipeliningClient } : {}),
   });
   // A client losing its connection (database restart) must never crash the process: pg-pool
   // handles errors of idle clients only, so every client also gets its own listener. The query
@@ -35,7 +43,7 @@ export function createPool(config: Config, log: Logger, connectionString: string
 }
 
 /** How long past the statement timeout a query may go without a byte from the server. */
-const SILENCE_BEYOND_STATEMENT_TIMEOUT_MS = 1000;
+export const SILENCE_BEYOND_STATEMENT_TIMEOUT_MS = 1000;
 
 /**
  * The client-side bound for a server that accepted the connection and then went silent (the
@@ -56,6 +64,11 @@ function failWhenSilent(client: pg.PoolClient, ms: number): void {
   });
 }
 
+/** Closes a client's connection at once: what it has in flight fails as a lost connection does (503). */
+export function cutConnection(client: pg.ClientBase): void {
+  (client as unknown as PgClientInternals).connection.stream.destroy();
+}
+
 /**
  * What failWhenSilent reads of pg's Client beyond its typed API: its socket, and whether it waits
  * for a query (false while one is in flight). test/database/silent-server.test.ts fails on a pg
@@ -67,7 +80,7 @@ interface PgClientInternals {
 }
 
 export interface Queryable {
-  query(config: pg.QueryConfig): Promise<pg.QueryResult>;
+  query(config: pg.QueryConfig | pg.QueryArrayConfig): Promise<pg.QueryResult>;
 }
 
 /**

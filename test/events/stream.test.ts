@@ -482,10 +482,12 @@ describe('the event stream\'s bounds', () => {
 
   /**
    * A service of the test's own holding two streams: its places are all free when the test starts
-   * (a stream another test closed is freed only once its service sees it go).
+   * (a stream another test closed is freed only once its service sees it go). Without lanes: each
+   * stream's read of its head waits on the held table on a connection of its own, where on a lane
+   * it could wait behind another's instead, unseen by waitFor.
    */
   async function withTwoPlaces(test: (own: TestService, project: TestProject) => Promise<void>): Promise<void> {
-    const own = await TestService.start({ jobWorkers: false, env: { MAX_EVENT_STREAMS: '2' } });
+    const own = await TestService.start({ jobWorkers: false, env: { MAX_EVENT_STREAMS: '2', DB_LANES: '0' } });
     try {
       await test(own, await own.createProject('Two places'));
     } finally {
@@ -508,7 +510,7 @@ describe('the event stream\'s bounds', () => {
   }));
 
   test('one project holds at most its share of the places, whatever its keys and however many open at once; other projects keep theirs', async () => {
-    const own = await TestService.start({ jobWorkers: false, env: { MAX_EVENT_STREAMS: '10', MAX_EVENT_STREAMS_PER_PROJECT: '2' } });
+    const own = await TestService.start({ jobWorkers: false, env: { MAX_EVENT_STREAMS: '10', MAX_EVENT_STREAMS_PER_PROJECT: '2', DB_LANES: '0' } });
     const readers: EventStreamReader[] = [];
     try {
       const greedy = await own.createProject('Greedy');

@@ -1,10 +1,13 @@
 // Load shedding (README, Configuration: MAX_QUEUED_TASKS): a request that would wait for the
 // database deeper than the bound is answered 503 at once, with Retry-After, whether its endpoint
-// runs on a pool thread or on the gateway's thread over the gateway's own pool (the event feed,
-// one event, key/current), which also serves the lookups of keys the process does not know.
+// runs on a pool thread or on the gateway's thread over the gateway's own database (the event
+// feed, one event, key/current), which also serves the lookups of keys the process does not know.
+// The gateway's statements ride its lanes (lib/lanes.ts) while those move; what waits is what the
+// pool's connections cannot take once the lanes are held.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
+import { LANE_STALL_MS } from '../../lib/lanes.ts';
 import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
 import { sleep, waitFor } from '../support/wait.ts';
@@ -14,8 +17,8 @@ let service: TestService;
 let project: TestProject;
 
 before(async () => {
-  // One connection in the gateway's pool, and room for one request waiting for it.
-  service = await TestService.start({ jobWorkers: false, env: { DB_POOL_SIZE: '1', MAX_QUEUED_TASKS: '1' } });
+  // One lane, one connection in the gateway's pool, and room for one request waiting for it.
+  service = await TestService.start({ jobWorkers: false, env: { DB_LANES: '1', DB_POOL_SIZE: '1', MAX_QUEUED_TASKS: '1' } });
   project = await service.createProject();
 });
 after(() => service?.stop());
@@ -23,6 +26,10 @@ after(() => service?.stop());
 test('an inline endpoint past the gateway pool\'s queue bound: 503 with Retry-After at once; those in the queue are answered', async () => {
   // Known from memory: its requests need no lookup, only their own statement, which reads the key.
   assertSuccess(await service.request('GET', '/v1/event', { key: project.key }), 200);
+  // Its first use is recorded off the request's path, on the pool: done before the table is held,
+  // or the write would wait on the hold with the pool's one connection.
+  await waitFor('the key\'s first use recorded', async () => ((await service.db.query(
+    'SELECT last_used_at FROM api_keys WHERE id = $1', [project.keyId])).rows[0].last_used_at ? true : undefined));
   const locker = new pg.Client({ connectionString: service.databaseUrl });
   await locker.connect();
   try {
@@ -30,9 +37,13 @@ test('an inline endpoint past the gateway pool\'s queue bound: 503 with Retry-Af
     await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
     const waitingOnLock = async () => Number((await service.db.query(
       "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n);
-    // The first holds the pool's one connection, waiting on the lock; the second waits for the connection.
+    // The first holds the lane, waiting on the lock; the second, the lane held, the pool's one
+    // connection; the third waits for the connection.
     const holding = service.request('GET', '/v1/event', { key: project.key });
     await waitFor('the first feed read waiting on the lock', async () => ((await waitingOnLock()) >= 1 ? true : undefined), 10_000);
+    await sleep(3 * LANE_STALL_MS);
+    const holdingPool = service.request('GET', '/v1/event', { key: project.key });
+    await waitFor('the second feed read waiting on the lock', async () => ((await waitingOnLock()) >= 2 ? true : undefined), 10_000);
     const queued = service.request('GET', '/v1/event', { key: project.key });
     // It reaches the gateway's pool within milliseconds; it cannot be seen waiting from outside.
     await sleep(300);
@@ -44,6 +55,7 @@ test('an inline endpoint past the gateway pool\'s queue bound: 503 with Retry-Af
     assert.ok(Date.now() - started < 1000, `shed at once, not after ${Date.now() - started} ms`);
     await locker.query('COMMIT');
     assertSuccess(await holding, 200);
+    assertSuccess(await holdingPool, 200);
     assertSuccess(await queued, 200);
   } finally {
     await locker.query('ROLLBACK').catch(() => {});

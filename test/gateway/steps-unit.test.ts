@@ -9,6 +9,7 @@ import type pg from 'pg';
 import type { Response } from 'restify';
 import { ApiError, errors } from '../../domain/errors.ts';
 import type { CallerKey } from '../../domain/requests.ts';
+import type { LanedDatabase } from '../../lib/lanes.ts';
 import { createLogger } from '../../lib/log.ts';
 import { authenticate } from '../../gateway/authenticate.ts';
 import { bodyLimit } from '../../gateway/body-limit.ts';
@@ -48,7 +49,7 @@ function fakeRequest({ path = '/v1/key', ...fields }: RequestFields): GatewayReq
 }
 
 /** A pool that must not be used: these steps answer without the database. */
-const noDatabase = { query: () => assert.fail('the database was queried') } as unknown as pg.Pool;
+const noDatabase = { query: () => assert.fail('the database was queried') } as unknown as LanedDatabase;
 
 /** What a step passed to next: undefined (go on), false, or the error. */
 function nextOf(step: Handler, req: GatewayRequest, res: Response): Promise<false | Error | undefined> {
@@ -116,7 +117,7 @@ test('a step\'s refusal is written once, in the envelope, and the steps after it
 
 test('for a caller known from memory, the refusal waits for the key\'s check, and a refused key answers as refused', async () => {
   const checks: unknown[] = [];
-  const pool = { query: async (config: pg.QueryConfig) => { checks.push(config.values); return { rows: [{ key_check: null }] }; } } as unknown as pg.Pool;
+  const pool = { query: async (config: pg.QueryConfig) => { checks.push(config.values); return { rows: [{ key_check: null }] }; } } as unknown as LanedDatabase;
   const known = new KnownKeys(pool, 10);
   const { res, sent } = fakeResponse();
   const req = fakeRequest({ caller, callerChecked: false });

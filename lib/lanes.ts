@@ -1,0 +1,158 @@
+// The gateway's database: its statements of one round trip each (key lookups, reads, the event
+// streams' pages) ride a few connections that pipeline them, and anything that needs a
+// connection of its own (a transaction, a write) takes one from the pool.
+//
+// Through a pool, each statement waits for a free connection, and each connection's server
+// process sleeps between its statements and is woken for the next: a wake-up, a read and a write
+// on both sides for every statement. On a lane a statement is sent at once, behind whatever is
+// in flight there; the server runs what has arrived back to back, and one read carries several
+// answers. Only single statements that commit nothing ride: a write's commit waits for its WAL
+// flush, and every statement behind it on its lane would wait with it.
+//
+// A statement behind a slow one (a lock waited on, a page of a huge project) waits for it. So a
+// lane whose oldest statement in flight has run past LANE_STALL_MS takes no more until it is
+// answered, and when every lane is so held, statements go to the pool's connections, as they all
+// did before there were lanes: its bound on waiting requests (waitingCount) is the load-shedding
+// bound. A lane still holding a statement past the statement timeout and the silence bound is
+// cut, so that what queued behind it fails (503) within that bound too, not one timeout after
+// another.
+import type pg from 'pg';
+import type { Config } from './config.ts';
+import type { Logger } from './log.ts';
+import { createPool, cutConnection, SILENCE_BEYOND_STATEMENT_TIMEOUT_MS, type Database } from './pool.ts';
+
+/** Past this, a lane's oldest statement in flight is slow: the lane takes no more until it is answered. */
+export const LANE_STALL_MS = 10;
+const STUCK_LANE_SWEEP_MS = 1000;
+/**
+ * Errors a lane's connection may go on giving for a statement that is fine elsewhere: a statement
+ * whose Parse failed while others of its name were pipelined behind it (26000, then 42P05), or
+ * a cached plan a schema change broke (0A000). The lane is dropped and the read tried again once
+ * on the pool: statements on lanes change nothing.
+ */
+const LANE_DAMAGE = new Set(['26000', '42P05', '0A000']);
+
+interface Lane {
+  /** The lane's connection once open; undefined until then, and again once it failed. */
+  client: pg.PoolClient | undefined;
+  opening: Promise<pg.PoolClient> | undefined;
+  /** When each statement in flight was sent, oldest first: a lane answers in order. */
+  sentAtMs: number[];
+}
+
+/** The gateway's database as DB_LANES and DB_POOL_SIZE size it. */
+export function openLanedDatabase(config: Config, log: Logger, connectionString: string): LanedDatabase {
+  return new LanedDatabase(
+    createPool(config, log, connectionString, Math.max(config.dbLanes, 1), { pipelining: true }),
+    config.dbLanes,
+    createPool(config, log, connectionString),
+    config.dbStatementTimeoutMs + SILENCE_BEYOND_STATEMENT_TIMEOUT_MS,
+  );
+}
+
+export class LanedDatabase implements Database {
+  readonly #lanes: Lane[];
+  readonly #lanePool: pg.Pool;
+  readonly #stuckAfterMs: number;
+  readonly #sweep: NodeJS.Timeout;
+  #ending = false;
+  /** Connections of their own: transactions and writes. */
+  readonly pool: pg.Pool;
+
+  /**
+   * `lanePool`: a pool of pipelining clients (createPool's `pipelining`), as many as lanes;
+   * `stuckAfterMs`: how long a statement may be in flight before its lane is cut.
+   */
+  constructor(lanePool: pg.Pool, lanes: number, pool: pg.Pool, stuckAfterMs: number) {
+    this.#lanePool = lanePool;
+    this.pool = pool;
+    this.#stuckAfterMs = stuckAfterMs;
+    this.#lanes = Array.from({ length: lanes }, () => ({ client: undefined, opening: undefined, sentAtMs: [] }));
+    this.#sweep = setInterval(() => this.#cutStuck(), STUCK_LANE_SWEEP_MS).unref();
+  }
+
+  /** Requests waiting for a connection of the pool: only those the lanes did not take. */
+  get waitingCount(): number {
+    return this.pool.waitingCount;
+  }
+
+  query(config: pg.QueryConfig | pg.QueryArrayConfig): Promise<pg.QueryResult> {
+    const nowMs = Date.now();
+    // Of the lanes moving, the one with the least in flight.
+    let lane: Lane | undefined;
+    for (const other of this.#lanes) {
+      const oldest = other.sentAtMs[0];
+      if (oldest !== undefined && nowMs - oldest > LANE_STALL_MS) continue;
+      if (!lane || other.sentAtMs.length < lane.sentAtMs.length) lane = other;
+    }
+    if (!lane || this.#ending) return this.pool.query(config);
+    const { sentAtMs } = lane;
+    sentAtMs.push(nowMs);
+    const sent = lane.client;
+    const answered: Promise<pg.QueryResult> = sent
+      ? sent.query(config).catch((err: unknown) => this.#retryIfDamaged(lane, sent, err, config))
+      : this.#open(lane).then((client) => client.query(config).catch((err: unknown) => this.#retryIfDamaged(lane, client, err, config)));
+    return answered.finally(() => {
+      sentAtMs.shift();
+    });
+  }
+
+  connect(): Promise<pg.PoolClient> {
+    return this.pool.connect();
+  }
+
+  async end(): Promise<void> {
+    this.#ending = true;
+    clearInterval(this.#sweep);
+    // A lane still opening is given back once open (#open), so that the pool's end can finish.
+    await Promise.all(this.#lanes.map((lane) => lane.opening?.catch(() => undefined)));
+    for (const lane of this.#lanes) {
+      const { client } = lane;
+      lane.client = undefined;
+      client?.release();
+    }
+    await Promise.all([this.#lanePool.end(), this.pool.end()]);
+  }
+
+  /** The lane's connection, opened once for all the statements that wait for it. */
+  #open(lane: Lane): Promise<pg.PoolClient> {
+    lane.opening ??= this.#lanePool.connect().then((client) => {
+      lane.opening = undefined;
+      if (this.#ending) {
+        client.release();
+        throw new Error('Connection terminated: the process is stopping');
+      }
+      lane.client = client;
+      // A connection lost fails what is in flight on it (each answered 503); the next statement
+      // opens another. createPool's own listener logs it.
+      client.once('error', (err) => this.#drop(lane, client, err));
+      return client;
+    }, (err: unknown) => {
+      lane.opening = undefined;
+      throw err;
+    });
+    return lane.opening;
+  }
+
+  /** The lane's connection given up (destroyed), once, if it is still the lane's. */
+  #drop(lane: Lane, client: pg.PoolClient, err: Error): void {
+    if (lane.client !== client) return;
+    lane.client = undefined;
+    client.release(err);
+  }
+
+  #retryIfDamaged(lane: Lane, client: pg.PoolClient, err: unknown, config: pg.QueryConfig | pg.QueryArrayConfig): Promise<pg.QueryResult> {
+    const code = (err as { code?: unknown } | null)?.code;
+    if (typeof code !== 'string' || !LANE_DAMAGE.has(code)) throw err;
+    this.#drop(lane, client, err as Error);
+    return this.pool.query(config);
+  }
+
+  #cutStuck(): void {
+    const nowMs = Date.now();
+    for (const lane of this.#lanes) {
+      const oldest = lane.sentAtMs[0];
+      if (lane.client && oldest !== undefined && nowMs - oldest > this.#stuckAfterMs) cutConnection(lane.client);
+    }
+  }
+}
