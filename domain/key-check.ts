@@ -5,7 +5,7 @@
 // (decisions.md). The rule itself is the view api_key_usable (sql/migrations/0008), which the
 // lookup by hash reads too.
 import type pg from 'pg';
-import { queryFile, type Database } from '../lib/pool.ts';
+import { queryFile, type Database, type Statement } from '../lib/pool.ts';
 import { fillTemplate } from '../lib/sql-files.ts';
 import { SQLSTATE } from '../lib/sqlstate.ts';
 import { ApiError, errors } from './errors.ts';
@@ -62,7 +62,7 @@ export class KeyCheckedDatabase implements Database {
     this.#pending = !checked;
   }
 
-  async query(config: pg.QueryConfig): Promise<pg.QueryResult> {
+  async query(config: Statement): Promise<pg.QueryResult> {
     if (!this.#pending) return this.#pool.query(config);
     const values = [...(config.values ?? []), this.#keyId];
     // Rows as arrays, each made into the statement's own row once, not an object row copied again
@@ -72,6 +72,7 @@ export class KeyCheckedDatabase implements Database {
       text: ridingText(config, values.length),
       values,
       rowMode: 'array',
+      lane: config.lane,
     });
     this.#settle(result.rows[0]?.[OUTCOME_COLUMN]);
     const fields = result.fields.slice(RIDING_COLUMNS);

@@ -1,6 +1,6 @@
-// The gateway's database: its statements of one round trip each (key lookups, reads, the event
-// streams' pages) ride a few connections that pipeline them, and anything that needs a
-// connection of its own (a transaction, a write) takes one from the pool.
+// The gateway's database: its small reads (a key's lookup or check, one row; each such file of
+// sql/queries says it rides a lane) ride a few connections that pipeline them; the pages of rows,
+// the writes and the transactions take connections of the pool.
 //
 // Through a pool, each statement waits for a free connection, and each connection's server
 // process sleeps between its statements and is woken for the next: a wake-up, a read and a write
@@ -19,7 +19,7 @@
 import type pg from 'pg';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
-import { createPool, cutConnection, SILENCE_BEYOND_STATEMENT_TIMEOUT_MS, type Database } from './pool.ts';
+import { createPool, cutConnection, SILENCE_BEYOND_STATEMENT_TIMEOUT_MS, type Database, type Statement } from './pool.ts';
 
 /** Past this, a lane's oldest statement in flight is slow: the lane takes no more until it is answered. */
 export const LANE_STALL_MS = 10;
@@ -76,7 +76,8 @@ export class LanedDatabase implements Database {
     return this.pool.waitingCount;
   }
 
-  query(config: pg.QueryConfig | pg.QueryArrayConfig): Promise<pg.QueryResult> {
+  query(config: Statement): Promise<pg.QueryResult> {
+    if (!config.lane || this.#ending) return this.pool.query(config);
     const nowMs = Date.now();
     // Of the lanes moving, the one with the least in flight.
     let lane: Lane | undefined;
@@ -85,7 +86,7 @@ export class LanedDatabase implements Database {
       if (oldest !== undefined && nowMs - oldest > LANE_STALL_MS) continue;
       if (!lane || other.sentAtMs.length < lane.sentAtMs.length) lane = other;
     }
-    if (!lane || this.#ending) return this.pool.query(config);
+    if (!lane) return this.pool.query(config);
     const { sentAtMs } = lane;
     sentAtMs.push(nowMs);
     const sent = lane.client;
@@ -141,7 +142,7 @@ export class LanedDatabase implements Database {
     client.release(err);
   }
 
-  #retryIfDamaged(lane: Lane, client: pg.PoolClient, err: unknown, config: pg.QueryConfig | pg.QueryArrayConfig): Promise<pg.QueryResult> {
+  #retryIfDamaged(lane: Lane, client: pg.PoolClient, err: unknown, config: Statement): Promise<pg.QueryResult> {
     const code = (err as { code?: unknown } | null)?.code;
     if (typeof code !== 'string' || !LANE_DAMAGE.has(code)) throw err;
     this.#drop(lane, client, err as Error);

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import pg from 'pg';
 import type { Config } from './config.ts';
 import { errorFields, type Logger } from './log.ts';
-import { queryText } from './sql-files.ts';
+import { queryText, ridesLane } from './sql-files.ts';
 
 // int8 (counts, Unix seconds) as numbers: every value we read fits well inside 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -79,8 +79,11 @@ interface PgClientInternals {
   readyForQuery: boolean;
 }
 
+/** A statement, and whether it may ride one of the gateway's lanes (lib/lanes.ts). */
+export type Statement = (pg.QueryConfig | pg.QueryArrayConfig) & { lane?: boolean };
+
 export interface Queryable {
-  query(config: pg.QueryConfig | pg.QueryArrayConfig): Promise<pg.QueryResult>;
+  query(config: Statement): Promise<pg.QueryResult>;
 }
 
 /**
@@ -95,7 +98,7 @@ export interface Database extends Queryable {
 
 /** Runs sql/queries/<name>.sql with bound values, as a prepared statement named after the file. */
 export async function queryFile<T extends object = Record<string, unknown>>(db: Queryable, name: string, values: unknown[] = []): Promise<T[]> {
-  const result = await db.query({ name, text: queryText(name), values });
+  const result = await db.query({ name, text: queryText(name), values, lane: ridesLane(name) });
   return result.rows as T[];
 }
 

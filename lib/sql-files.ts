@@ -40,6 +40,17 @@ export function fillTemplate(name: string, slots: Readonly<Record<string, string
   });
 }
 
+/**
+ * The queries whose file says they ride a lane (lib/lanes.ts): small reads. A page of rows, on a
+ * lane, held the statements behind it while it was sent, and the process's memory grew with what
+ * was in flight.
+ */
+const LANE_QUERIES: ReadonlySet<string> = new Set([...QUERIES].filter(([, text]) => /^-- Rides a lane\b/m.test(text)).map(([name]) => name));
+
+export function ridesLane(name: string): boolean {
+  return LANE_QUERIES.has(name);
+}
+
 export function queryText(name: string): string {
   const text = QUERIES.get(name);
   if (text === undefined) throw new Error(`No SQL file sql/queries/${name}.sql`);

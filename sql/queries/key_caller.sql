@@ -1,3 +1,4 @@
+-- Rides a lane (lib/lanes.ts): a read of a row or a few.
 -- The check of a key the gateway knew from memory, and what of the key can have changed since
 -- (GET /v1/key/current answers the rest as remembered: no key is ever renamed, rescoped or given
 -- another expiry). No row: refused; status expired: 401.

@@ -11,9 +11,10 @@ import { readConfig } from '../../lib/config.ts';
 import { LANE_STALL_MS, openLanedDatabase, type LanedDatabase } from '../../lib/lanes.ts';
 import { createLogger } from '../../lib/log.ts';
 import { SILENCE_BEYOND_STATEMENT_TIMEOUT_MS } from '../../lib/pool.ts';
+import { MESSAGES } from '../support/assertions.ts';
 import { createTestDatabase, TestService } from '../support/service.ts';
 import { sleep, waitFor } from '../support/wait.ts';
-import { assertSuccess } from '../gateway/helpers.ts';
+import { assertError, assertSuccess } from '../gateway/helpers.ts';
 
 /** Holds `table` in a transaction of the test's own until the returned release is called. */
 async function hold(service: TestService, table: string): Promise<() => Promise<void>> {
@@ -42,24 +43,25 @@ async function withLanes(env: Record<string, string>, test: (db: LanedDatabase, 
   }
 }
 
-test('a lane held by a waiting statement takes no more: a later read is answered on the pool', async () => {
+test('a lane held by a waiting statement takes no more: a later read of a lane is answered on the pool', async () => {
   const service = await TestService.start({ jobWorkers: false, env: { DB_LANES: '1' } });
   let release: (() => Promise<void>) | undefined;
   try {
     const project = await service.createProject();
     assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
     release = await hold(service, 'events');
-    const feed = service.request('GET', '/v1/event', { key: project.key });
-    await waitFor('the feed waiting on the held table', async () => ((await waitingOnLock(service)) >= 1 ? true : undefined));
+    // One event's read rides the lane (its SQL file says so); it waits on the held table there.
+    const event = service.request('GET', `/v1/event/evnt_${'0'.repeat(20)}`, { key: project.key });
+    await waitFor('the event\'s read waiting on the held table', async () => ((await waitingOnLock(service)) >= 1 ? true : undefined));
     await sleep(3 * LANE_STALL_MS);
     const started = Date.now();
     const current = await service.request('GET', '/v1/key/current', { key: project.key });
     assertSuccess(current, 200);
     assert.equal((current.body as { response: { id: string } }).response.id, project.keyId);
-    assert.ok(Date.now() - started < 2000, `answered while the feed waits, after ${Date.now() - started} ms`);
+    assert.ok(Date.now() - started < 2000, `answered while the event's read waits, after ${Date.now() - started} ms`);
     await release();
     release = undefined;
-    assertSuccess(await feed, 200);
+    assertError(await event, 404, MESSAGES.eventNotFound);
   } finally {
     await release?.();
     await service.stop();
@@ -72,13 +74,13 @@ test('what queued on a lane behind a statement held past the bound fails as unav
     await locker.query('CREATE TABLE lane_probe (x int)');
     // Prepared on the lane before the hold: a Parse that waits would fail the statements of its
     // name pipelined behind it another way (retried on the pool, lib/lanes.ts LANE_DAMAGE).
-    await db.query({ name: 'lane_probe', text: 'SELECT count(*) FROM lane_probe' });
+    await db.query({ name: 'lane_probe', text: 'SELECT count(*) FROM lane_probe', lane: true });
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE lane_probe IN ACCESS EXCLUSIVE MODE');
     // Sent in one turn, so all ride the one lane, one behind another: each would otherwise wait
     // its own statement timeout in turn (30 x 200 ms).
     const started = Date.now();
-    const settled = await Promise.allSettled(Array.from({ length: 30 }, () => db.query({ name: 'lane_probe', text: 'SELECT count(*) FROM lane_probe' })));
+    const settled = await Promise.allSettled(Array.from({ length: 30 }, () => db.query({ name: 'lane_probe', text: 'SELECT count(*) FROM lane_probe', lane: true })));
     const tookMs = Date.now() - started;
     for (const outcome of settled) {
       assert.equal(outcome.status, 'rejected');
@@ -89,7 +91,7 @@ test('what queued on a lane behind a statement held past the bound fails as unav
     assert.ok(tookMs < boundMs, `all failed within ${boundMs} ms: ${tookMs} ms`);
     await locker.query('ROLLBACK');
     // The lane opens again.
-    assert.deepEqual((await db.query({ name: 'lane_probe_again', text: 'SELECT count(*)::int AS n FROM lane_probe' })).rows, [{ n: 0 }]);
+    assert.deepEqual((await db.query({ name: 'lane_probe_again', text: 'SELECT count(*)::int AS n FROM lane_probe', lane: true })).rows, [{ n: 0 }]);
   });
 });
 
@@ -97,12 +99,12 @@ test('statements pipelined behind a Parse of their name that failed are tried ag
   const statementTimeoutMs = 500;
   await withLanes({ DB_LANES: '1', DB_POOL_SIZE: '4', DB_STATEMENT_TIMEOUT_MS: String(statementTimeoutMs) }, async (db, locker) => {
     await locker.query('CREATE TABLE lane_parse_probe (x int)');
-    await db.query({ text: 'SELECT 1' });
+    await db.query({ text: 'SELECT 1', lane: true });
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE lane_parse_probe IN ACCESS EXCLUSIVE MODE');
     // Not yet prepared on the lane: the first sends the Parse, which waits on the held table until
     // its statement timeout; the others, pipelined behind it, were sent without one.
-    const sent = Array.from({ length: 5 }, () => db.query({ name: 'lane_parse_probe', text: 'SELECT count(*)::int AS n FROM lane_parse_probe' }));
+    const sent = Array.from({ length: 5 }, () => db.query({ name: 'lane_parse_probe', text: 'SELECT count(*)::int AS n FROM lane_parse_probe', lane: true }));
     const released = sleep(statementTimeoutMs + 150).then(() => locker.query('ROLLBACK'));
     const settled = await Promise.allSettled(sent);
     await released;
