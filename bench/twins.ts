@@ -2,12 +2,12 @@
 // bench measures, a route that runs exactly that endpoint's handler (the same SQL files, the same
 // parameters, the same view, so the same bytes) for the bench's key, with no authentication,
 // scope check, pool thread, request log or audit hand-off. A read reaches the database as the
-// gateway's do, on pipelining lanes (lib/lanes.ts), so that `x twin` holds the gateway's own work
-// and not its transport. A write's change runs in its transaction
-// without its audit_outbox row (that statement is taken out of its COMMIT's message, or, for a
-// change made by one statement, the statement's hand-off writes nothing) and without the job
-// requested after its commit (the job producer here sends nothing). Built from the same restify, pg and
-// certificate as the service. Usage: node bench/twins.ts <port> <database-url> <key secret>
+// gateway's do (its small reads on lanes, lib/lanes.ts), so that `x twin` holds the gateway's own
+// work, not its transport. A write's change runs in its transaction without its audit_outbox row
+// (that statement is taken out of its COMMIT's message, or, for a change made by one statement,
+// the statement's hand-off writes nothing) and without the job requested after its commit (the
+// job producer here sends nothing). Built from the same restify, pg and certificate as the
+// service. Usage: node bench/twins.ts <port> <database-url> <key secret>
 import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
