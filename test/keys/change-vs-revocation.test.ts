@@ -27,9 +27,14 @@ async function knownKey(project: TestProject, name: string) {
   return made;
 }
 
-/** Sessions waiting for an advisory lock: changes held behind a revocation, or the reverse. */
+/**
+ * Sessions of this test's database waiting for an advisory lock: changes held behind a
+ * revocation, or the reverse. pg_locks lists every database's: another test file's waiter, on the
+ * same server at the same moment, let this one go on before its own change waited.
+ */
 async function advisoryWaiters(): Promise<number> {
-  const { rows: [{ n }] } = await service.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+  const { rows: [{ n }] } = await service.db.query(`SELECT count(*)::int AS n FROM pg_locks
+    WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
   return n;
 }
 
