@@ -27,6 +27,14 @@ async function knownKey(project: TestProject, name: string) {
   return made;
 }
 
+/** A revocation or a disable of this test's database holds its change lock (hold_changes_of, sql/migrations/0014). */
+async function endingHoldsChanges(): Promise<boolean> {
+  const { rows: [{ n }] } = await service.db.query(`SELECT count(*)::int AS n FROM pg_locks
+    WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock' AND classid::int IN (1801, 1802, 1803)
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
+  return n >= 1;
+}
+
 /**
  * Sessions of this test's database waiting for an advisory lock: changes held behind a
  * revocation, or the reverse. pg_locks lists every database's: another test file's waiter, on the
@@ -91,7 +99,9 @@ async function changeBehind<E>(row: { sql: string; id: string }, ending: () => P
   let changed: Promise<Reply>;
   try {
     ended = ending();
-    await waitFor('the revocation or disable to wait on the held row', async () => (await lockWaiters(service.db, held)) >= 1 || undefined);
+    // Its change lock taken too: another session waiting on the row (the drain's foreign-key check
+    // of an event of the project) would otherwise let the change go first, in flight before it.
+    await waitFor('the revocation or disable to wait on the held row', async () => ((await lockWaiters(service.db, held)) >= 1 && await endingHoldsChanges()) || undefined);
     changed = change();
     await waitFor('the change to wait for it', async () => (await advisoryWaiters()) >= 1 || undefined);
   } finally {
