@@ -89,10 +89,9 @@ export class LanedDatabase implements Database {
     if (!lane) return this.pool.query(config);
     const { sentAtMs } = lane;
     sentAtMs.push(nowMs);
-    const sent = lane.client;
-    const answered: Promise<pg.QueryResult> = sent
-      ? sent.query(config).catch((err: unknown) => this.#retryIfDamaged(lane, sent, err, config))
-      : this.#open(lane).then((client) => client.query(config).catch((err: unknown) => this.#retryIfDamaged(lane, client, err, config)));
+    const send = (client: pg.PoolClient): Promise<pg.QueryResult> =>
+      client.query(config).catch((err: unknown) => this.#retryIfDamaged(lane, client, err, config));
+    const answered = lane.client ? send(lane.client) : this.#open(lane).then(send);
     return answered.finally(() => {
       sentAtMs.shift();
     });
