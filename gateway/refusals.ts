@@ -12,6 +12,7 @@ import { errorFields, type Logger } from '../lib/log.ts';
 import { sendError } from './envelope.ts';
 import type { KnownKeys } from './known-keys.ts';
 import type { GatewayRequest } from './types.ts';
+import { waitUntil } from './wait-until.ts';
 
 export interface Refusals {
   /** A step's refusal, answered after the caller's key check when the key is known but unchecked; then `done`. */
@@ -25,19 +26,17 @@ export interface Refusals {
 
 /**
  * Without `known` (the plain-HTTP listener, which authenticates nobody) every refusal is answered
- * at once. A key's refusal (KeyRefusal) is answered no sooner than `keyRefusalFloorMs` after its
- * request arrived: an unknown key is refused after one lookup, a key this process knew after its
- * check has ridden to a pool thread and back, and the time would tell the two apart.
+ * at once. A key's refusal (KeyRefusal) is answered `keyRefusalFloorMs` after its request arrived,
+ * no sooner and as close to it as the event loop allows (wait-until.ts): an unknown key is refused
+ * after one lookup, a key this process knew after its check has ridden to a pool thread and back,
+ * and the time would tell the two apart.
  */
 export function createRefusals(log: Logger, known?: KnownKeys, keyRefusalFloorMs = 0): Refusals {
   async function fail(req: GatewayRequest, res: Response, err: unknown): Promise<void> {
     if (err instanceof KeyRefusal) {
       // A refused key is forgotten: its next call is looked up.
       known?.forget(req);
-      // restify's arrival time is the wall clock's: a clock stepped meanwhile moves it, so the
-      // wait is kept within the floor either way.
-      const wait = keyRefusalFloorMs === 0 ? 0 : Math.min(req.time() + keyRefusalFloorMs - Date.now(), keyRefusalFloorMs);
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      if (keyRefusalFloorMs > 0) await waitUntil(req.arrivedMs + keyRefusalFloorMs);
     }
     answer(req, res, err);
   }

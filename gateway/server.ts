@@ -2,6 +2,7 @@
 // redirect listener, and the worker pool the gateway hands each request to.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import restify from 'restify';
 import { errors } from '../domain/errors.ts';
 import { loggablePath } from '../domain/secrets.ts';
@@ -126,7 +127,12 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     if (stopping) res.setHeader('Connection', 'close');
     next();
   };
-  const pre: Handler[] = [closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
+  // The moment a key's refusal floor counts from (refusals.ts): on the monotonic clock, to the microsecond.
+  const markArrival: Handler = function markArrival(req, _res, next) {
+    req.arrivedMs = performance.now();
+    next();
+  };
+  const pre: Handler[] = [markArrival, closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
   pre.push(acceptedMethods(), bodyLimit(), authenticate(db, known, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
   server.pre(inSequence(pre, refusals) as never);

@@ -3,6 +3,8 @@ import type { CallerKey } from '../domain/requests.ts';
 
 /** What the gateway's checks learn about a request as it passes them. */
 export interface GatewayRequest extends Request {
+  /** performance.now() when the gateway's first step saw the request. */
+  arrivedMs: number;
   requestId: string;
   clientIp: string;
   rawBody?: Buffer;
