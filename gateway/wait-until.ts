@@ -14,7 +14,8 @@ export function waitUntil(deadlineMs: number): Promise<void> {
   return new Promise((resolve) => {
     const step = () => {
       const left = deadlineMs - performance.now();
-      if (left <= 0) {
+      // A deadline that is not a moment (NaN, infinite) is no reason to hold an answer.
+      if (!(left > 0) || left === Infinity) {
         resolve();
         return;
       }

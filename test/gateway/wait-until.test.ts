@@ -37,6 +37,16 @@ test('a deadline already past ends at once, on the next turn of a promise', asyn
   assert.deepEqual(order, ['waited']);
 });
 
+test('a deadline that is not a moment (NaN, infinite) ends at once rather than holding its answer', { timeout: 5000 }, async () => {
+  for (const deadline of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+    const order: string[] = [];
+    const waited = waitUntil(deadline).then(() => order.push('waited'));
+    setImmediate(() => order.push('immediate'));
+    await waited;
+    assert.deepEqual(order, ['waited'], String(deadline));
+  }
+});
+
 test('waits in flight together each end no sooner than their own deadline', async () => {
   for (let round = 0; round < 50; round++) {
     const start = performance.now();
