@@ -89,7 +89,7 @@ function logRequests(server: restify.Server, log: Logger): void {
       // A client may send a secret where an id belongs (DELETE /v1/key/<the secret>).
       path: loggablePath(req.getPath()),
       status: res.statusCode,
-      ms: Math.round(Date.now() - req.time()),
+      ms: Math.round(performance.now() - req.arrivedMs),
       keyId: req.caller?.id,
     }, 'request');
   });
@@ -127,7 +127,8 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     if (stopping) res.setHeader('Connection', 'close');
     next();
   };
-  // The moment a key's refusal floor counts from (refusals.ts): on the monotonic clock, to the microsecond.
+  // The request's arrival on the monotonic clock, to the microsecond: what a key's refusal floor
+  // (refusals.ts) and the request log's duration count from.
   const markArrival: Handler = function markArrival(req, _res, next) {
     req.arrivedMs = performance.now();
     next();

@@ -15,7 +15,7 @@ export function waitUntil(deadlineMs: number): Promise<void> {
     const step = () => {
       const left = deadlineMs - performance.now();
       // A deadline that is not a moment (NaN, infinite) is no reason to hold an answer.
-      if (!(left > 0) || left === Infinity) {
+      if (!Number.isFinite(left) || left <= 0) {
         resolve();
         return;
       }

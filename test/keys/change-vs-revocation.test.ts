@@ -27,11 +27,14 @@ async function knownKey(project: TestProject, name: string) {
   return made;
 }
 
+/** pg_locks lists every database's locks: this test's only. */
+const THIS_DATABASE = 'database = (SELECT oid FROM pg_database WHERE datname = current_database())';
+
 /** A revocation or a disable of this test's database holds its change lock (hold_changes_of, sql/migrations/0014). */
 async function endingHoldsChanges(): Promise<boolean> {
   const { rows: [{ n }] } = await service.db.query(`SELECT count(*)::int AS n FROM pg_locks
     WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock' AND classid::int IN (1801, 1802, 1803)
-      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
+      AND ${THIS_DATABASE}`);
   return n >= 1;
 }
 
@@ -42,7 +45,7 @@ async function endingHoldsChanges(): Promise<boolean> {
  */
 async function advisoryWaiters(): Promise<number> {
   const { rows: [{ n }] } = await service.db.query(`SELECT count(*)::int AS n FROM pg_locks
-    WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
+    WHERE locktype = 'advisory' AND NOT granted AND ${THIS_DATABASE}`);
   return n;
 }
 
