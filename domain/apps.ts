@@ -102,8 +102,8 @@ interface Created {
 
 /**
  * A creation is one statement (sql/queries/app_create.sql): the key's check, the app and its event,
- * then the plan's admission, which locks the project's plan row last, so every creation of a
- * project queues on that row only for its count and its commit. The plan's answers still come
+ * then the plan's admission last (sql/migrations/0018), which makes a creation wait for others only
+ * near the app limit, and then only for their count and commit. The plan's answers still come
  * first (decisions.md): a refused plan fails the statement, and a body's or a category's fault is
  * answered only once the plan would have allowed an app.
  */
@@ -151,7 +151,7 @@ export async function createApp(services: Services, req: DomainRequest) {
   });
 }
 
-/** The statement that locks the project's plan row and refuses an app the plan does not allow. */
+/** The statement that holds the project's admission and refuses an app the plan does not allow. */
 function planAdmission(tx: Tx, projectId: string): string {
   return fillTemplate('plan_admission', { project: tx.client.escapeLiteral(projectId) });
 }

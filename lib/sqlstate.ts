@@ -22,6 +22,8 @@ export const SQLSTATE = {
   /** Raised by change_key_check (sql/migrations/0017): the key making the change is refused, or expired. */
   changeKeyRefused: 'PMS03',
   changeKeyExpired: 'PMS04',
+  /** Raised and caught inside plan_admission (sql/migrations/0018), never seen here: listed so no other use takes it. */
+  admissionNearLimit: 'PMS05',
 } as const;
 
 /** The class of every connection exception (08000, 08006, …). */

@@ -3,9 +3,10 @@
 -- round trip. In order: the caller's key checked and held (change_key_check, sql/migrations/0017; a refusal fails the
 -- statement) before any row is written or locked; the category's model; the app with its data
 -- fields and instructions; its app.created handed over (hand_over_event); and last the plan's
--- admission (sql/migrations/0011), which locks the project's plan row, so every creation of a
--- project queues on that row only for its count, its last inserts and its commit. A refused plan
--- fails the statement, so its answer comes before a body's or a category's fault (decisions.md).
+-- admission (sql/migrations/0018), which holds the project's admission lock, shared far from the
+-- app limit and exclusively near it, so a creation waits for others only near the limit, and then
+-- only for their count, last inserts and commit. A refused plan fails the statement, so its answer
+-- comes before a body's or a category's fault (decisions.md).
 -- Every part that locks or writes a row waits on `(SELECT ok FROM checked)`: a sub-select of no
 -- column, run once before the scan beneath it starts, whatever order the planner picks, and run
 -- always, since a data-modifying part always runs. So the key is checked and held before any row

@@ -126,18 +126,19 @@ test('concurrent creations at the limit: exactly the allowance succeeds', async 
   assert.equal(await total(p), 3);
 });
 
-test('creations that wrote their apps while the plan row was held: exactly the allowance commits', async () => {
-  // Each creation writes its app and then waits for the plan row, held here until every
-  // connection of the service's pool has a creation waiting on it; then all go at once. A count
-  // taken before the wait, not after it, would let each of them pass.
-  const p = await service.createProject('Racing behind the plan row');
+test('creations that wrote their apps while the admission was held: exactly the allowance commits', async () => {
+  // Each creation writes its app and then waits for its project's admission, held here
+  // exclusively (as a plan's change holds it) until every connection of the service's pool has a
+  // creation waiting on it; then all go at once. A count taken before the wait, not after it,
+  // would let each of them pass.
+  const p = await service.createProject('Racing behind the admission');
   await plan(p, { appLimit: 2 });
   const db = service.services.pool;
-  const lock = await holdLock(db, 'SELECT 1 FROM plans WHERE project_id = $1 FOR UPDATE', [p.projectId]);
+  const lock = await holdLock(db, "SELECT hold_changes_of('admission', $1)", [p.projectId]);
   let pending: Promise<Reply[]>;
   try {
     pending = Promise.all(Array.from({ length: 6 }, (_, i) => create(p, appBody({ name: `queued ${i}` }))));
-    await waitFor('every pool connection waiting on the plan row', async () =>
+    await waitFor('every pool connection waiting on the admission', async () =>
       (await lockWaiters(db, lock)) >= service.config.dbPoolSize ? true : undefined, 10_000);
   } finally {
     await lock.release();
@@ -146,4 +147,65 @@ test('creations that wrote their apps while the plan row was held: exactly the a
   assert.deepEqual(replies.map((r) => r.status).sort(), [200, 200, 402, 402, 402, 402]);
   for (const r of replies.filter((reply) => reply.status === 402)) assertError(r, 402, LIMIT_REACHED);
   assert.equal(await total(p), 2);
+});
+
+// Far from the limit: more apps below it than the server could have creations in flight at once.
+const FAR_FROM_ANY_LIMIT = 1_000_000;
+const IN_FLIGHT_ADMISSION = 'SELECT plan_admission($1)';
+
+/** `reply`, or a failure once `ms` pass: a creation that waits would otherwise hold the test. */
+async function within<T>(ms: number, what: string, reply: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms); });
+  try {
+    return await Promise.race([reply, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+test('far from the limit, a creation does not wait for another in flight', async () => {
+  const p = await service.createProject('Far from the limit');
+  await plan(p, { appLimit: FAR_FROM_ANY_LIMIT });
+  const lock = await holdLock(service.services.pool, IN_FLIGHT_ADMISSION, [p.projectId]);
+  try {
+    const reply = await within(5000, 'a creation beside one in flight', create(p, appBody({ name: 'beside' })));
+    assert.equal(assertSuccess(reply).name, 'beside');
+  } finally {
+    await lock.release();
+  }
+  assert.equal(await total(p), 1);
+});
+
+test('near the limit, a creation waits for the one in flight', async () => {
+  const p = await service.createProject('Near the limit');
+  await plan(p, { appLimit: 2 });
+  const db = service.services.pool;
+  const lock = await holdLock(db, IN_FLIGHT_ADMISSION, [p.projectId]);
+  let pending: Promise<Reply>;
+  try {
+    pending = create(p, appBody({ name: 'behind' }));
+    await waitFor('the creation waiting on the one in flight', async () => ((await lockWaiters(db, lock)) >= 1 ? true : undefined));
+  } finally {
+    await lock.release();
+  }
+  assert.equal(assertSuccess(await pending).name, 'behind');
+  assert.equal(await total(p), 1);
+});
+
+test("a plan's change waits for the creations in flight, and the next creation reads the plan it left", async () => {
+  const p = await service.createProject('Plan changed in flight');
+  await plan(p, { appLimit: FAR_FROM_ANY_LIMIT });
+  const db = service.services.pool;
+  const lock = await holdLock(db, IN_FLIGHT_ADMISSION, [p.projectId]);
+  let changed: ReturnType<typeof plan>;
+  try {
+    changed = plan(p, { customApps: false });
+    await waitFor("the plan's change waiting on the creation in flight", async () => ((await lockWaiters(db, lock)) >= 1 ? true : undefined));
+  } finally {
+    await lock.release();
+  }
+  assert.deepEqual((await changed).plan, { custom_apps: false, app_limit: FAR_FROM_ANY_LIMIT });
+  assertError(await create(p), 402, NO_CUSTOM_APPS);
+  assert.equal(await total(p), 0);
 });

@@ -99,15 +99,16 @@ test(`SIGTERM to a web process with ${IN_FLIGHT} requests in flight: each gets i
   // Every request gets a connection of its own, open before the SIGTERM.
   await Promise.all(Array.from({ length: IN_FLIGHT }, () => client.request('GET', '/healthz')));
 
-  // App creation waits for the project's plan row before it commits (domain/apps.ts createApp, sql/templates/plan_admission.sql).
-  const lock = await holdLock(db, 'SELECT 1 FROM plans WHERE project_id = $1 FOR UPDATE', [project.projectId]);
+  // App creation waits for its project's admission before it commits, held here exclusively as a
+  // plan's change holds it (sql/migrations/0018).
+  const lock = await holdLock(db, "SELECT hold_changes_of('admission', $1)", [project.projectId]);
   const names = Array.from({ length: IN_FLIGHT }, () => ledger.uniqueName('app'));
   const outcomes: Array<Reply | ConnectionError> = new Array(IN_FLIGHT);
   const sent = names.map((name, i) => client.request('POST', '/v1/app/create', { key: project.key, body: appBody(name) })
     .then((reply) => { outcomes[i] = reply; }, (err: ConnectionError) => { outcomes[i] = err; }));
   let waiting = 0;
   try {
-    waiting = await waitFor(() => 'app creations waiting on the plan lock', async () => {
+    waiting = await waitFor(() => 'app creations waiting on the admission', async () => {
       const n = await lockWaiters(db, lock);
       return n >= 4 ? n : undefined;
     }, 10_000);
