@@ -16,7 +16,7 @@ export const SQLSTATE = {
   adminShutdown: '57P01',
   crashShutdown: '57P02',
   cannotConnectNow: '57P03',
-  /** The service's own, raised by plan_admission (sql/migrations/0011). */
+  /** The service's own, raised by plan_admission (sql/migrations/0011, 0018). */
   planNoCustomApps: 'PMS01',
   planAppLimit: 'PMS02',
   /** Raised by change_key_check (sql/migrations/0017): the key making the change is refused, or expired. */

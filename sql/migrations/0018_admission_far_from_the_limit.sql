@@ -15,17 +15,20 @@
 -- each held it shared and waited for the other to let go would deadlock.
 -- The plan is read under that lock, and a plan's change takes it exclusively (plans_hold_admission
 -- below): a change of the plan waits for the creations in flight, and a creation after it reads
--- the plan it left. On every UPDATE of plans, whatever makes it.
+-- the plan it left. On every UPDATE of plans, whatever makes it: one lock per plan changed, so an
+-- UPDATE of thousands of plans at once wants max_locks_per_transaction raised, or batches.
 
 CREATE OR REPLACE FUNCTION change_lock_class(kind text) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE kind WHEN 'key' THEN 1801 WHEN 'project' THEN 1802 WHEN 'consumer' THEN 1803 WHEN 'admission' THEN 1804 END
 $$;
 
--- Every backend that could hold a creation in flight: client connections, background workers
--- and prepared transactions.
+-- Every backend that could hold a creation in flight: client connections, background workers,
+-- WAL senders (a logical replication connection runs SQL too, outside max_connections) and
+-- prepared transactions. 418 on the embedded server; 118 with PostgreSQL's defaults, so a plan
+-- of the default 100 apps always takes the exclusive way, as every creation did before.
 CREATE FUNCTION transactions_at_most() RETURNS bigint LANGUAGE sql STABLE AS $$
   SELECT current_setting('max_connections')::bigint + current_setting('max_worker_processes')::bigint
-         + current_setting('max_prepared_transactions')::bigint
+         + current_setting('max_wal_senders')::bigint + current_setting('max_prepared_transactions')::bigint
 $$;
 
 -- The plan, read under the admission lock: a refusal if it allows no custom apps (PMS01, as

@@ -193,6 +193,28 @@ test('near the limit, a creation waits for the one in flight', async () => {
   assert.equal(await total(p), 1);
 });
 
+test('a creation that comes near the limit waits for one admitted far from it, then counts what it committed', async () => {
+  // A limit of exactly as many transactions as the server could have open: with no app yet, a
+  // creation is far from it and holds the admission shared; once one app has committed, the next
+  // is near it, and must wait for every creation still in flight.
+  const db = service.services.pool;
+  const { rows: [{ most }] } = await db.query('SELECT transactions_at_most()::int AS most');
+  const p = await service.createProject('Coming near the limit');
+  await plan(p, { appLimit: most });
+  const lock = await holdLock(db, IN_FLIGHT_ADMISSION, [p.projectId]);
+  let pending: Promise<Reply>;
+  try {
+    const far = await within(5000, 'a creation far from the limit', create(p, appBody({ name: 'far' })));
+    assert.equal(assertSuccess(far).name, 'far');
+    pending = create(p, appBody({ name: 'near' }));
+    await waitFor('the creation near the limit waiting on the one in flight', async () => ((await lockWaiters(db, lock)) >= 1 ? true : undefined));
+  } finally {
+    await lock.release();
+  }
+  assert.equal(assertSuccess(await pending).name, 'near');
+  assert.equal(await total(p), 2);
+});
+
 test("a plan's change waits for the creations in flight, and the next creation reads the plan it left", async () => {
   const p = await service.createProject('Plan changed in flight');
   await plan(p, { appLimit: FAR_FROM_ANY_LIMIT });
