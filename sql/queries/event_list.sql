@@ -11,4 +11,4 @@ SELECT coalesce((SELECT total FROM project_event_counts WHERE project_id = $1), 
         FROM (SELECT body, created_at, sequence FROM events
               WHERE project_id = $1
               ORDER BY created_at DESC, sequence DESC
-              LIMIT (SELECT $2::int)) newest) AS data
+              LIMIT (SELECT $2::bigint)) newest) AS data
