@@ -2,6 +2,7 @@
 import { isId } from '../lib/ids.ts';
 import { queryFile, type Database } from '../lib/pool.ts';
 import { errors } from './errors.ts';
+import { FeedPages } from './feed-pages.ts';
 import { list, listJson, okJson, type DomainRequest } from './requests.ts';
 import { EVENT_TYPES, type Origin } from './jobs.ts';
 
@@ -51,10 +52,25 @@ export const eventJson = (event: EventObject, hash: string | null): string => JS
 // Reads answer each event's JSON as the audit writer stored it (sql/migrations/0012): an event
 // never changes after it is written, so it is not built again for every reader.
 
+const feedPages = new FeedPages();
+
+/**
+ * The page as last read when the project's events have not moved since (a read of one row, the
+ * key's check riding in it), else read and kept. A project's events move with each drain batch:
+ * a feed read far more often than its project changes is answered from memory.
+ */
 export async function listEvents(db: Database, req: DomainRequest) {
-  const [page] = await queryFile<{ total: number | string; data: string | null }>(db, 'event_list', [req.caller.project_id, FEED_SIZE]);
-  return okJson<ReturnType<typeof list<EventObject>>>(listJson(page!.data ?? '[]', Number(page!.total)));
+  const project = req.caller.project_id;
+  const [now] = await queryFile<{ version: string }>(db, 'event_list_version', [project]);
+  const kept = now && feedPages.get(project, now.version);
+  if (kept) return okJson<FeedPage>(kept);
+  const [page] = await queryFile<{ total: number | string; version: string | null; data: string | null }>(db, 'event_list', [project, FEED_SIZE]);
+  const json = listJson(page!.data ?? '[]', Number(page!.total));
+  if (page!.version !== null) feedPages.set(project, page!.version, json);
+  return okJson<FeedPage>(json);
 }
+
+type FeedPage = ReturnType<typeof list<EventObject>>;
 
 export async function getEvent(db: Database, req: DomainRequest) {
   const id = req.params.event_id ?? '';

@@ -292,6 +292,67 @@ test('no endpoint creates, changes or deletes an event', async () => {
   assert.equal(await eventCount(p.projectId), 2);
 });
 
+test("a page is answered again until the project's events move, and only then read anew", async () => {
+  const p = await project('Kept page');
+  await service.waitForEvents(p.projectId, 2);
+  await service.waitForJobsDrained();
+  const feed = async () => {
+    const reply = await service.request('GET', '/v1/event', { key: p.key });
+    assert.equal(reply.status, 200, reply.text);
+    return reply.body.response as { data: Array<{ id: string; details: Record<string, unknown> }>; total: number };
+  };
+  const first = await feed();
+  assert.equal(first.total, 2);
+
+  // An edit with SQL that moves no counter row (as no writer of the service does) is not seen:
+  // the page was kept, not read again.
+  const [newest] = first.data;
+  await service.db.query(`UPDATE events SET body = replace(body, '"details":{', '"details":{"edited":true,') WHERE id = $1`, [newest!.id]);
+  assert.deepEqual(await feed(), first);
+  // The counter row moved, as each drain batch moves it: read anew.
+  await service.db.query('UPDATE project_event_counts SET total = total WHERE project_id = $1', [p.projectId]);
+  assert.equal((await feed()).data[0]!.details.edited, true);
+
+  // A change's event, once written, is in the next page.
+  const made = await createKey(p, { name: 'After the kept page' });
+  await service.waitForEvents(p.projectId, 3);
+  const after = await feed();
+  assert.equal(after.total, 3);
+  assert.equal(after.data.length, 3);
+  assert.equal(after.data[0]!.details.name, 'After the kept page');
+  assert.ok(!JSON.stringify(after).includes(made.key));
+});
+
+test("a project's kept page is never another project's", async () => {
+  const a = await project('Kept A');
+  const b = await project('Kept B');
+  await createKey(a, { name: 'only in A' });
+  await service.waitForEvents(a.projectId, 3);
+  await service.waitForEvents(b.projectId, 2);
+  await service.waitForJobsDrained();
+  for (let i = 0; i < 2; i += 1) {
+    for (const [p, total] of [[a, 3], [b, 2]] as const) {
+      const reply = await service.request('GET', '/v1/event', { key: p.key });
+      assert.equal(reply.body.response.total, total);
+      assert.deepEqual(reply.body.response.data.map((e: any) => e.id), (await sqlFeed(p.projectId)).map((e) => e.id));
+    }
+  }
+});
+
+test('a key revoked after its project\'s page was kept is refused on its next read', async () => {
+  const p = await project('Kept page, revoked key');
+  const reader = await createKey(p, { name: 'reader', scope: ['event:read'] });
+  await service.waitForEvents(p.projectId, 3);
+  await service.waitForJobsDrained();
+  assert.equal((await service.request('GET', '/v1/event', { key: reader.key })).status, 200);
+  assert.equal((await service.request('GET', '/v1/event', { key: reader.key })).status, 200);
+  const revoked = await service.request('DELETE', `/v1/key/${reader.id}`, { key: p.key });
+  assert.equal(revoked.status, 200, revoked.text);
+  const reply = await service.request('GET', '/v1/event', { key: reader.key });
+  assert.equal(reply.status, 403, reply.text);
+  assert.deepEqual(reply.body, { code: 403, title: 'Forbidden', response: MESSAGES.refused });
+});
+
 test('a project with many more events than the statistics know still gets its page from the index, newest first', async (t) => {
   if (!(await canClearStatistics(service.db))) {
     t.skip('pg_clear_relation_stats is PostgreSQL 18\'s');

@@ -1,0 +1,59 @@
+// The feed's pages (GET /v1/event) as last read, by project, each with the version of its
+// project's event counter row it was read at. Events are written only by the audit drain, which
+// moves that row in the same transaction (sql/queries/event_chain_advance.sql), as the release's
+// backfill does when it rewrites old events (event_chain_head_set.sql): a page read at the
+// version a request reads now is the page that request would read. Bounded by bytes, least
+// recently used first out; a page larger than a share of the bound is not kept.
+
+/** The pages kept at most, in UTF-16 code units of their JSON (about bytes for the ASCII they mostly are). */
+export const FEED_PAGES_BUDGET = 16 * 1024 * 1024;
+/** A page larger than this share of the budget is answered and not kept. */
+const LARGEST_SHARE = 16;
+
+interface Page {
+  version: string;
+  json: string;
+}
+
+export class FeedPages {
+  readonly #budget: number;
+  readonly #pages = new Map<string, Page>();
+  #size = 0;
+
+  constructor(budget = FEED_PAGES_BUDGET) {
+    this.#budget = budget;
+  }
+
+  /** The page of `project` read at `version`, if it is the one kept. */
+  get(project: string, version: string): string | undefined {
+    const page = this.#pages.get(project);
+    if (page === undefined || page.version !== version) return undefined;
+    // Re-inserted, so the map's order is least recently used first.
+    this.#pages.delete(project);
+    this.#pages.set(project, page);
+    return page.json;
+  }
+
+  set(project: string, version: string, json: string): void {
+    this.#drop(project);
+    if (json.length > this.#budget / LARGEST_SHARE) return;
+    this.#pages.set(project, { version, json });
+    this.#size += json.length;
+    for (const [oldest] of this.#pages) {
+      if (this.#size <= this.#budget) break;
+      this.#drop(oldest);
+    }
+  }
+
+  /** The JSON kept, in UTF-16 code units. */
+  get size(): number {
+    return this.#size;
+  }
+
+  #drop(project: string): void {
+    const page = this.#pages.get(project);
+    if (page === undefined) return;
+    this.#pages.delete(project);
+    this.#size -= page.json.length;
+  }
+}
