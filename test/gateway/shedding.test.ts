@@ -2,7 +2,9 @@
 // database deeper than the bound is answered 503 at once, with Retry-After, whether its endpoint
 // runs on a pool thread or on the gateway's thread over the gateway's own pool (the event feed,
 // one event, key/current), which also serves the lookups of keys the process does not know. The
-// pages ride no lane (lib/lanes.ts): the feed waits for the pool's connection as it always did.
+// service here has no lanes (DB_LANES=0), so every statement of the feed waits for the pool's
+// connection; with lanes, its first (the page's version, domain/feed-pages.ts) rides one, and a
+// lane's own bound is test/database/lanes.test.ts's.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
@@ -15,8 +17,8 @@ let service: TestService;
 let project: TestProject;
 
 before(async () => {
-  // One connection in the gateway's pool, and room for one request waiting for it.
-  service = await TestService.start({ jobWorkers: false, env: { DB_POOL_SIZE: '1', MAX_QUEUED_TASKS: '1' } });
+  // One connection in the gateway's pool, room for one request waiting for it, and no lanes.
+  service = await TestService.start({ jobWorkers: false, env: { DB_POOL_SIZE: '1', MAX_QUEUED_TASKS: '1', DB_LANES: '0' } });
   project = await service.createProject();
 });
 after(() => service?.stop());
