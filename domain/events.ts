@@ -54,20 +54,45 @@ export const eventJson = (event: EventObject, hash: string | null): string => JS
 
 const feedPages = new FeedPages();
 
+interface PageRead {
+  /** The version the reading request asked first: a request that asked the same one shares the read. */
+  asked: string;
+  page: Promise<{ version: string | null; json: string }>;
+}
+
+/** Page reads in flight, by project. */
+const pageReads = new Map<string, PageRead>();
+
 /**
  * The page as last read when the project's events have not moved since (a read of one row, the
- * key's check riding in it), else read and kept. A project's events move with each drain batch:
- * a feed read far more often than its project changes is answered from memory.
+ * key's check riding in it), else read and kept; the requests that find the same version moved
+ * at once (a drain batch under many readers) share one read. A feed read far more often than its
+ * project changes is answered from memory.
  */
 export async function listEvents(db: Database, req: DomainRequest) {
   const project = req.caller.project_id;
   const [now] = await queryFile<{ version: string }>(db, 'event_list_version', [project]);
   const kept = now && feedPages.get(project, now.version);
   if (kept) return okJson<FeedPage>(kept);
+  const inFlight = now && pageReads.get(project);
+  if (inFlight && inFlight.asked === now.version) {
+    const shared = await inFlight.page.catch(() => undefined);
+    if (shared?.version === now.version) return okJson<FeedPage>(shared.json);
+  }
+  const read: PageRead = { asked: now?.version ?? '', page: readPage(db, project) };
+  pageReads.set(project, read);
+  try {
+    const page = await read.page;
+    if (page.version !== null) feedPages.set(project, page.version, page.json);
+    return okJson<FeedPage>(page.json);
+  } finally {
+    if (pageReads.get(project) === read) pageReads.delete(project);
+  }
+}
+
+async function readPage(db: Database, project: string) {
   const [page] = await queryFile<{ total: number | string; version: string | null; data: string | null }>(db, 'event_list', [project, FEED_SIZE]);
-  const json = listJson(page!.data ?? '[]', Number(page!.total));
-  if (page!.version !== null) feedPages.set(project, page!.version, json);
-  return okJson<FeedPage>(json);
+  return { version: page!.version, json: listJson(page!.data ?? '[]', Number(page!.total)) };
 }
 
 type FeedPage = ReturnType<typeof list<EventObject>>;

@@ -1,4 +1,7 @@
 -- Rides a lane (lib/lanes.ts): a read of a row or a few.
 -- The version of the project's feed (domain/feed-pages.ts): its event counter row's, which every
--- transaction that writes or rewrites the project's events moves. No row: no event yet.
-SELECT xmin::text AS version FROM project_event_counts WHERE project_id = $1
+-- transaction that writes, rewrites or deletes the project's events moves (event_chain_lock.sql,
+-- sql/migrations/0019), with the head it records: a transaction id alone could come again after a
+-- restore or a failover. No row: no event yet.
+SELECT xmin::text || ':' || total || ':' || coalesce(last_hash, '') AS version
+FROM project_event_counts WHERE project_id = $1

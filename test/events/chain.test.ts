@@ -183,6 +183,10 @@ test('release gives events written before they kept their JSON the JSON the API 
   await assert.rejects(service.db.query('UPDATE events SET details = details WHERE project_id = $1', [p.projectId]), /events_body_written/);
   assert.ok(await backfillChains(service.db) >= 1);
   assert.deepEqual((await service.request('GET', '/v1/event', { key: p.key })).body, before);
+  // What was answered is what the backfill stored, not a page kept from before it.
+  const { rows: stored } = await service.db.query(
+    'SELECT body FROM events WHERE project_id = $1 ORDER BY created_at DESC, sequence DESC', [p.projectId]);
+  assert.deepEqual(before.response.data, stored.map((r) => JSON.parse(r.body)));
   assert.deepEqual(await verifyChain(service.db, p.projectId), { events: 3, verified: true });
 });
 

@@ -45,7 +45,7 @@ export interface PoolEndpoint<Response = unknown> extends Declaration {
   handler: (services: Services, req: DomainRequest) => Promise<DomainResult<Response>>;
 }
 
-/** Runs on the gateway's thread, over its pool: one statement, no work worth a thread hop. */
+/** Runs on the gateway's thread, over its lanes and pool: a statement or two, no work worth a thread hop. */
 export interface InlineEndpoint<Response = unknown> extends Declaration {
   runs: 'inline';
   success: { status: 200 | 201; schema: JsonSchema };
