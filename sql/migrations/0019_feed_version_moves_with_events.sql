@@ -4,6 +4,13 @@
 -- redacting a detail, a future migration, a test) moves the rows of the projects it touched too,
 -- and a TRUNCATE every row, so no web process keeps answering a page the table no longer holds.
 -- Statement-level: the drain's inserts do not fire it, and a statement pays once, not per row.
+
+-- The version itself, of a counter row's xmin, total and head (event_list_version.sql, event_list.sql):
+-- a transaction id alone could come again after a restore or a failover. Inlined where it is read.
+CREATE FUNCTION feed_version(row_xmin xid, total bigint, last_hash text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT row_xmin::text || ':' || total || ':' || coalesce(last_hash, '')
+$$;
+
 CREATE FUNCTION events_move_feed_versions() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'TRUNCATE' THEN

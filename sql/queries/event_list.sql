@@ -1,5 +1,5 @@
 -- The project's newest events as the JSON array of their stored JSON (null: none), and the total
--- and the version (domain/feed-pages.ts, as event_list_version.sql makes it) from the counter row,
+-- and the version (domain/feed-pages.ts, feed_version of sql/migrations/0019) from the counter row,
 -- in one row, of one snapshot.
 -- The limit is a sub-select, a value the planner cannot see: it then plans for a tenth of the
 -- rows it expects, which only the ordered index scan of events_project_newest serves cheaply, so
@@ -14,5 +14,5 @@ SELECT c.total, c.version,
               ORDER BY created_at DESC, sequence DESC
               LIMIT (SELECT $2::bigint)) newest) AS data
 FROM (SELECT coalesce(max(total), 0) AS total,
-             max(xmin::text || ':' || total || ':' || coalesce(last_hash, '')) AS version
+             max(feed_version(xmin, total, last_hash)) AS version
       FROM project_event_counts WHERE project_id = $1) c

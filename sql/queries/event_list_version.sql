@@ -1,7 +1,6 @@
 -- Rides a lane (lib/lanes.ts): a read of a row or a few.
 -- The version of the project's feed (domain/feed-pages.ts): its event counter row's, which every
 -- transaction that writes, rewrites or deletes the project's events moves (event_chain_lock.sql,
--- sql/migrations/0019), with the head it records: a transaction id alone could come again after a
--- restore or a failover. No row: no event yet.
-SELECT xmin::text || ':' || total || ':' || coalesce(last_hash, '') AS version
+-- sql/migrations/0019), with the head it records (feed_version, 0019). No row: no event yet.
+SELECT feed_version(xmin, total, last_hash) AS version
 FROM project_event_counts WHERE project_id = $1

@@ -3,9 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { setPlan } from '../../domain/projects.ts';
 import { assertError, assertSuccess } from '../support/assertions.ts';
-import { holdLock, lockWaiters } from '../support/locks.ts';
-import { TestService, type Reply, type TestProject } from '../support/service.ts';
-import { waitFor } from '../support/wait.ts';
+import { afterWaitingOn, holdLock } from '../support/locks.ts';
+import { TestService, type TestProject } from '../support/service.ts';
 import { appBody, createApp } from './helpers.ts';
 
 let service: TestService;
@@ -135,15 +134,8 @@ test('creations that wrote their apps while the admission was held: exactly the 
   await plan(p, { appLimit: 2 });
   const db = service.services.pool;
   const lock = await holdLock(db, "SELECT hold_changes_of('admission', $1)", [p.projectId]);
-  let pending: Promise<Reply[]>;
-  try {
-    pending = Promise.all(Array.from({ length: 6 }, (_, i) => create(p, appBody({ name: `queued ${i}` }))));
-    await waitFor('every pool connection waiting on the admission', async () =>
-      (await lockWaiters(db, lock)) >= service.config.dbPoolSize ? true : undefined, 10_000);
-  } finally {
-    await lock.release();
-  }
-  const replies = await pending;
+  const replies = await afterWaitingOn(db, lock, 'every pool connection waiting on the admission',
+    () => Promise.all(Array.from({ length: 6 }, (_, i) => create(p, appBody({ name: `queued ${i}` })))), service.config.dbPoolSize, 10_000);
   assert.deepEqual(replies.map((r) => r.status).sort(), [200, 200, 402, 402, 402, 402]);
   for (const r of replies.filter((reply) => reply.status === 402)) assertError(r, 402, LIMIT_REACHED);
   assert.equal(await total(p), 2);
@@ -182,14 +174,8 @@ test('near the limit, a creation waits for the one in flight', async () => {
   await plan(p, { appLimit: 2 });
   const db = service.services.pool;
   const lock = await holdLock(db, IN_FLIGHT_ADMISSION, [p.projectId]);
-  let pending: Promise<Reply>;
-  try {
-    pending = create(p, appBody({ name: 'behind' }));
-    await waitFor('the creation waiting on the one in flight', async () => ((await lockWaiters(db, lock)) >= 1 ? true : undefined));
-  } finally {
-    await lock.release();
-  }
-  assert.equal(assertSuccess(await pending).name, 'behind');
+  const behind = await afterWaitingOn(db, lock, 'the creation waiting on the one in flight', () => create(p, appBody({ name: 'behind' })));
+  assert.equal(assertSuccess(behind).name, 'behind');
   assert.equal(await total(p), 1);
 });
 
@@ -202,16 +188,15 @@ test('a creation that comes near the limit waits for one admitted far from it, t
   const p = await service.createProject('Coming near the limit');
   await plan(p, { appLimit: most });
   const lock = await holdLock(db, IN_FLIGHT_ADMISSION, [p.projectId]);
-  let pending: Promise<Reply>;
   try {
     const far = await within(5000, 'a creation far from the limit', create(p, appBody({ name: 'far' })));
     assert.equal(assertSuccess(far).name, 'far');
-    pending = create(p, appBody({ name: 'near' }));
-    await waitFor('the creation near the limit waiting on the one in flight', async () => ((await lockWaiters(db, lock)) >= 1 ? true : undefined));
-  } finally {
+  } catch (err) {
     await lock.release();
+    throw err;
   }
-  assert.equal(assertSuccess(await pending).name, 'near');
+  const near = await afterWaitingOn(db, lock, 'the creation near the limit waiting on the one in flight', () => create(p, appBody({ name: 'near' })));
+  assert.equal(assertSuccess(near).name, 'near');
   assert.equal(await total(p), 2);
 });
 
@@ -220,14 +205,8 @@ test("a plan's change waits for the creations in flight, and the next creation r
   await plan(p, { appLimit: FAR_FROM_ANY_LIMIT });
   const db = service.services.pool;
   const lock = await holdLock(db, IN_FLIGHT_ADMISSION, [p.projectId]);
-  let changed: ReturnType<typeof plan>;
-  try {
-    changed = plan(p, { customApps: false });
-    await waitFor("the plan's change waiting on the creation in flight", async () => ((await lockWaiters(db, lock)) >= 1 ? true : undefined));
-  } finally {
-    await lock.release();
-  }
-  assert.deepEqual((await changed).plan, { custom_apps: false, app_limit: FAR_FROM_ANY_LIMIT });
+  const changed = await afterWaitingOn(db, lock, "the plan's change waiting on the creation in flight", () => plan(p, { customApps: false }));
+  assert.deepEqual(changed.plan, { custom_apps: false, app_limit: FAR_FROM_ANY_LIMIT });
   assertError(await create(p), 402, NO_CUSTOM_APPS);
   assert.equal(await total(p), 0);
 });

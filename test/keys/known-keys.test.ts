@@ -105,8 +105,7 @@ test('GET /v1/key/current from memory answers the very bytes the key object is e
     const first = await service.request('GET', '/v1/key/current', { key: made.key });
     assertSuccess(first);
     // last_used_at, written after the first call, settles before the two answers are compared.
-    const lastUsed = async () => (await service.db.query('SELECT last_used_at FROM api_keys WHERE id = $1', [made.id])).rows[0].last_used_at ?? undefined;
-    await waitFor('last_used_at written', lastUsed);
+    await waitFor('last_used_at written', async () => (await service.db.query('SELECT last_used_at FROM api_keys WHERE id = $1', [made.id])).rows[0].last_used_at ?? undefined);
     // The caller's own key shows this very call as its last use (domain/keys.ts asSeenBy): the
     // current second. A pair is compared only if its two answers came within one second (a CI
     // run's pair straddled one: ...710, then ...711).

@@ -2,6 +2,7 @@
 // changes queue in the database at a chosen point, then letting them go at once.
 import assert from 'node:assert/strict';
 import type pg from 'pg';
+import { waitFor } from './wait.ts';
 
 export interface HeldLock {
   /** The holding session's backend, which the waiters' pg_blocking_pids name. */
@@ -40,4 +41,19 @@ export async function lockWaiters(db: pg.Pool, lock: HeldLock): Promise<number> 
      )
      SELECT count(*)::int AS n FROM waiting`, [lock.pid]);
   return rows[0].n;
+}
+
+/**
+ * What `start` begins while `lock` is held, once at least `waiters` sessions wait on the lock and
+ * it is let go (let go whatever happens).
+ */
+export async function afterWaitingOn<T>(db: pg.Pool, lock: HeldLock, what: string, start: () => Promise<T>, waiters = 1, timeoutMs = 5000): Promise<T> {
+  let pending: Promise<T>;
+  try {
+    pending = start();
+    await waitFor(what, async () => ((await lockWaiters(db, lock)) >= waiters ? true : undefined), timeoutMs);
+  } finally {
+    await lock.release();
+  }
+  return pending;
 }
