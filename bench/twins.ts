@@ -22,7 +22,7 @@ import { readConfig } from '../lib/config.ts';
 import { openLanedDatabase } from '../lib/lanes.ts';
 import { queryFile, STATEMENT_SEPARATOR } from '../lib/pool.ts';
 import { createLogger } from '../lib/log.ts';
-import { ENDPOINTS } from '../workers/endpoints/registry.ts';
+import { ENDPOINTS } from '../gateway/endpoints/registry.ts';
 
 const [portArg, databaseUrl, secret] = process.argv.slice(2);
 const log = createLogger('warn', 'twins', 2);

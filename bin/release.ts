@@ -5,7 +5,7 @@ import { grantAppRole } from '../lib/app-role.ts';
 import { createPool } from '../lib/pool.ts';
 import { migrateJobs } from '../lib/jobs.ts';
 import { migrateSchema } from '../lib/migrate.ts';
-import { JOB_QUEUES } from '../workers/jobs/registry.ts';
+import { JOB_QUEUES } from '../workers/registry.ts';
 import type { Config } from '../lib/config.ts';
 import type { Logger } from '../lib/log.ts';
 import { runProcess } from './lifecycle.ts';

@@ -2,12 +2,12 @@
 // very first start it also creates a first project and prints its `*` key, once. npm runs it
 // through bin/detach.ts, which keeps a Ctrl-C at the terminal from reaching its PostgreSQL.
 import { createProject, countProjects } from '../domain/projects.ts';
-import { SYSTEM_ACTOR } from '../domain/services.ts';
+import { SYSTEM_ACTOR } from '../domain/actor.ts';
 import { startGateway } from '../gateway/server.ts';
 import { createPool } from '../lib/pool.ts';
 import { startProducer } from '../lib/jobs.ts';
 import type { Logger } from '../lib/log.ts';
-import { startJobWorkers } from '../workers/jobs/start.ts';
+import { startJobWorkers } from '../workers/start.ts';
 import type { Config } from '../lib/config.ts';
 import { runProcess } from './lifecycle.ts';
 import { release } from './release.ts';

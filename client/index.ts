@@ -9,7 +9,7 @@
 //   for await (const app of client.apps.iterate()) console.log(app.name);
 import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { EndpointName, EndpointResponse, JsonEndpointName } from '../workers/endpoints/registry.ts';
+import type { EndpointName, EndpointResponse, JsonEndpointName } from '../gateway/endpoints/registry.ts';
 
 export type { EndpointName, EndpointResponse, JsonEndpointName };
 // The domain builds these objects with one view each, whose optional members depend on the

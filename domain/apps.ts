@@ -13,7 +13,8 @@ import { errors } from './errors.ts';
 import { isImage } from './images.ts';
 import { Invalid, NotFound } from './projects.ts';
 import { apiActor, ok, pageOf, paging, type DomainRequest } from './requests.ts';
-import { change, changeByStatement, type Actor, type Services, type Tx } from './services.ts';
+import type { Actor } from './actor.ts';
+import { change, changeByStatement, type Services, type Tx } from './services.ts';
 import { APP_DESCRIPTION, APP_NAME, editedText, requiredText } from './text-fields.ts';
 
 const DEFAULT_CATEGORY = 'general';

@@ -9,8 +9,9 @@ import { fillTemplate, queryText } from '../lib/sql-files.ts';
 import { chainHash, GENESIS_HASH } from './audit-chain.ts';
 import { eventJson, eventView } from './events.ts';
 import { isDatabaseUnavailable } from './errors.ts';
-import type { AuditJob, EventType, QueueName, RelatedTable } from './jobs.ts';
-import type { Actor, Tx } from './services.ts';
+import { DRAIN_QUEUE, type AuditJob, type EventType, type RelatedTable } from './jobs.ts';
+import type { Actor } from './actor.ts';
+import type { Tx } from './services.ts';
 
 
 export interface EventSpec {
@@ -26,8 +27,6 @@ export interface EventSpec {
  * bench's twins leave it out: bench/twins.ts).
  */
 export const OUTBOX_INSERT = 'pms_outbox_insert';
-/** The queue of the job that drains audit_outbox (workers/jobs/audit-drain.ts). */
-export const DRAIN_QUEUE = 'audit.drain' satisfies QueueName;
 
 /**
  * OUTBOX_INSERT's PREPARE on each connection, sent once (a prepared statement outlives a

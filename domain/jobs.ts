@@ -1,6 +1,6 @@
 // The job queues the domain sends to, by name, with the payload each carries. A queue's rules
-// (options, fetching, handler) are its module in workers/jobs/; a name missing here or there
-// fails the type check (workers/jobs/registry.ts).
+// (options, fetching, handler) are its module in workers/; a name missing here or there
+// fails the type check (workers/registry.ts).
 /** Where a change came from (decisions.md, "Events"). */
 export type Origin = 'api' | 'workspace' | 'system';
 
@@ -57,3 +57,6 @@ export interface JobPayloads {
 }
 
 export type QueueName = keyof JobPayloads;
+
+/** The queue of the job that drains audit_outbox (workers/audit-drain.ts). */
+export const DRAIN_QUEUE = 'audit.drain' satisfies QueueName;

@@ -8,7 +8,8 @@ import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
 import { apiActor, ok, pageOf, paging, type CallerKey, type DomainRequest } from './requests.ts';
-import { change, changeByStatement, SYSTEM_ACTOR, type Actor, type Services, type Tx } from './services.ts';
+import { SYSTEM_ACTOR, type Actor } from './actor.ts';
+import { change, changeByStatement, type Services, type Tx } from './services.ts';
 import { KEY_NAME, requiredText } from './text-fields.ts';
 
 /** The latest `expires_at` a key takes, the last second timestamptz (and any client) can sensibly hold: 9999-12-31T23:59:59Z. */

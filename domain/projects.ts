@@ -4,7 +4,8 @@ import { queryFile, type Queryable } from '../lib/pool.ts';
 import { recordEvent } from './audit.ts';
 import { verifyChain } from './audit-chain.ts';
 import { insertKey, keyView, type NewKey } from './keys.ts';
-import { change, type Actor, type Services } from './services.ts';
+import type { Actor } from './actor.ts';
+import { change, type Services } from './services.ts';
 
 export class NotFound extends Error {}
 

@@ -1,6 +1,6 @@
 // What the gateway hands a worker thread, and what comes back: plain data, one message each way.
 import { errors } from './errors.ts';
-import type { Actor } from './services.ts';
+import type { Actor } from './actor.ts';
 
 /** The authenticated key, as key_authenticate.sql reads it. */
 export interface CallerKey {

@@ -5,8 +5,7 @@ import { bossDb, requestJob, wakeWorkers } from '../lib/jobs.ts';
 import { withTransaction, type Database, type Queryable } from '../lib/pool.ts';
 import type { Logger } from '../lib/log.ts';
 import { SQLSTATE } from '../lib/sqlstate.ts';
-import type { JobPayloads, Origin, QueueName } from './jobs.ts';
-import { DRAIN_QUEUE } from './audit.ts';
+import { DRAIN_QUEUE, type JobPayloads, type QueueName } from './jobs.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import { changeKeyOf, changeKeyRefusal, checkedByChange } from './key-check.ts';
 
@@ -117,14 +116,3 @@ async function statementAlone(pool: pg.Pool, config: pg.QueryConfig): Promise<pg
     client.release(broken);
   }
 }
-
-/** Who makes a change and from where: recorded on its event. */
-export interface Actor {
-  origin: Origin;
-  ip: string;
-  /** The key that made an API change. */
-  keyId?: string;
-}
-
-/** The service's own changes (expiry, the first start's project), recorded as made on this host. */
-export const SYSTEM_ACTOR: Actor = Object.freeze({ origin: 'system', ip: '127.0.0.1' });

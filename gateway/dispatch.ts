@@ -8,10 +8,10 @@ import { responseJson, type DomainRequest, type SerializedResult } from '../doma
 import type { Config } from '../lib/config.ts';
 import type { LanedDatabase } from '../lib/lanes.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
-import type { PoolTask, PoolWorkerData } from '../workers/pool/task.ts';
+import type { PoolTask, PoolWorkerData } from './pool-thread/task.ts';
 import type { EventStreams } from './event-streams.ts';
-import type { Endpoint } from '../workers/endpoints/endpoint.ts';
-import type { PoolEndpointName } from '../workers/endpoints/registry.ts';
+import type { Endpoint } from './endpoints/endpoint.ts';
+import type { PoolEndpointName } from './endpoints/registry.ts';
 import { sendSerializedEnvelope } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
 import type { KnownKeys } from './known-keys.ts';
@@ -19,7 +19,7 @@ import { releaseAddress } from './pipelining.ts';
 import type { Refusals } from './refusals.ts';
 import type { GatewayRequest, Handler, Next } from './types.ts';
 
-const WORKER_FILE = new URL('../workers/pool/task.ts', import.meta.url).href;
+const WORKER_FILE = new URL('./pool-thread/task.ts', import.meta.url).href;
 const BODY_METHODS = new Set(['POST', 'PATCH']);
 const THREAD_OLD_GENERATION_MB = 96;
 const THREAD_YOUNG_GENERATION_MB = 16;

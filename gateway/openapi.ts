@@ -3,9 +3,9 @@
 // messages, the bearer scheme and the scope each operation needs. Served at GET /openapi.json
 // and committed at docs/openapi.json (`npm run docs` writes it; a test fails when they differ).
 import { ApiError, errors, TITLES } from '../domain/errors.ts';
-import type { Endpoint, ErrorDoc, JsonSchema } from '../workers/endpoints/endpoint.ts';
-import { allEndpoints } from '../workers/endpoints/registry.ts';
-import { SCHEMAS } from '../workers/endpoints/schemas.ts';
+import type { Endpoint, ErrorDoc, JsonSchema } from './endpoints/endpoint.ts';
+import { allEndpoints } from './endpoints/registry.ts';
+import { SCHEMAS } from './endpoints/schemas.ts';
 
 
 /** Messages (exact) and message patterns one status can answer with. */

@@ -1,7 +1,7 @@
 // docs/reference.md: the API reference a reader learns the API from, written from the same
 // OpenAPI document the service serves (gateway/openapi.ts), so the two cannot drift apart.
 import { openApiDocument } from './openapi.ts';
-import { NON_BLANK } from '../workers/endpoints/schemas.ts';
+import { NON_BLANK } from './endpoints/schemas.ts';
 
 type Json = Record<string, any>;
 

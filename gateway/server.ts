@@ -16,7 +16,7 @@ import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, serveEndpoint } from './dispatch.ts';
 import { EventStreams } from './event-streams.ts';
 import { KnownKeys } from './known-keys.ts';
-import { allEndpoints } from '../workers/endpoints/registry.ts';
+import { allEndpoints } from './endpoints/registry.ts';
 import { health } from './health.ts';
 import { serveOpenApi } from './openapi-route.ts';
 import { acceptedMethods } from './method.ts';

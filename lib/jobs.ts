@@ -28,7 +28,7 @@ const RETRY_LIMIT = 1000;
  */
 export const WORST_RECOVERY_SECONDS = JOB_EXPIRE_SECONDS + SUPERVISE_INTERVAL_SECONDS + RETRY_DELAY_MAX_SECONDS;
 
-/** The options of a queue whose jobs take milliseconds (workers/jobs/*). */
+/** The options of a queue whose jobs take milliseconds (workers/*). */
 export const QUICK_JOB = {
   expireInSeconds: JOB_EXPIRE_SECONDS,
   retryLimit: RETRY_LIMIT, retryDelay: 1, retryBackoff: true, retryDelayMax: RETRY_DELAY_MAX_SECONDS,
@@ -162,7 +162,7 @@ export async function startConsumer(connectionString: string, log: Logger): Prom
   return boss;
 }
 
-/** What `release` needs of a queue (workers/jobs/queue.ts JobQueue). */
+/** What `release` needs of a queue (workers/queue.ts JobQueue). */
 export interface QueueSpec {
   name: string;
   /** pg-boss's queue options (policy, expiry, retries, notify), applied by every release. */

@@ -8,7 +8,7 @@ import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { ApiError, Client, NotAnApiAnswer, ROUTES, type ApiKeyWithSecret, type App } from '../../client/index.ts';
-import { ENDPOINTS } from '../../workers/endpoints/registry.ts';
+import { ENDPOINTS } from '../../gateway/endpoints/registry.ts';
 import { appBody } from '../apps/helpers.ts';
 import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';

@@ -9,7 +9,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { openApiDocument, openApiText } from '../../gateway/openapi.ts';
 import { referenceText } from '../../gateway/reference.ts';
-import { ENDPOINTS } from '../../workers/endpoints/registry.ts';
+import { ENDPOINTS } from '../../gateway/endpoints/registry.ts';
 import { checkReplyAgainstDocument } from '../support/openapi-check.ts';
 import { TestService } from '../support/service.ts';
 

@@ -26,7 +26,7 @@ const READY_TIMEOUT_MS = 45_000;
 const READY_POLL_MS = 50;
 /** A /healthz probe that does not answer in this long counts as "not yet". */
 const PROBE_TIMEOUT_MS = 2000;
-/** The worker's line once its pg-boss handlers are registered (workers/jobs/start.ts). */
+/** The worker's line once its pg-boss handlers are registered (workers/start.ts). */
 const WORKER_READY = /"msg":"job workers started"/;
 
 function env(name: string): string {

@@ -13,7 +13,7 @@ import { readConfig, type Config } from '../../lib/config.ts';
 import { createPool } from '../../lib/pool.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
-import { startJobWorkers, type JobWorkers } from '../../workers/jobs/start.ts';
+import { startJobWorkers, type JobWorkers } from '../../workers/start.ts';
 import { checkAcceptedRequest, checkReplyAgainstDocument } from './openapi-check.ts';
 import { tempDir } from './tmp.ts';
 import { waitFor } from './wait.ts';

@@ -2,7 +2,7 @@
 // recorded either, so its jobs sat `active` until their expiry. Handlers now wait the outage out.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { rideOutFromNow, rideOutOutage } from '../../workers/jobs/ride-out.ts';
+import { rideOutFromNow, rideOutOutage } from '../../workers/ride-out.ts';
 
 const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 

@@ -1,11 +1,11 @@
 // The `worker` process: the job handlers of every queue in registry.ts, each batch riding out a
 // database outage and completing itself.
 import type pg from 'pg';
-import type { JobPayloads, QueueName } from '../../domain/jobs.ts';
-import type { Config } from '../../lib/config.ts';
-import { createPool } from '../../lib/pool.ts';
-import { startConsumer } from '../../lib/jobs.ts';
-import { errorFields, type Logger } from '../../lib/log.ts';
+import type { JobPayloads, QueueName } from '../domain/jobs.ts';
+import type { Config } from '../lib/config.ts';
+import { createPool } from '../lib/pool.ts';
+import { startConsumer } from '../lib/jobs.ts';
+import { errorFields, type Logger } from '../lib/log.ts';
 import type { JobQueue } from './queue.ts';
 import { JOB_QUEUES } from './registry.ts';
 import { rideOutFromNow, rideOutOutage } from './ride-out.ts';

@@ -2,8 +2,9 @@
 // audit trail, in batches. Sent by each change once it has committed (domain/services.ts change()),
 // coalesced, and by the worker's sweep when events wait with no job to drain them (their change's
 // process died between its commit and that send, or the database went away meanwhile).
-import { DRAIN_BATCH_SIZE, drainOutbox, DRAIN_QUEUE, outboxPending } from '../../domain/audit.ts';
-import { JOB_EXPIRE_SECONDS, QUICK_JOB } from '../../lib/jobs.ts';
+import { DRAIN_BATCH_SIZE, drainOutbox, outboxPending } from '../domain/audit.ts';
+import { DRAIN_QUEUE } from '../domain/jobs.ts';
+import { JOB_EXPIRE_SECONDS, QUICK_JOB } from '../lib/jobs.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
 
 /** How often the worker looks for events left without a drain; the latency of a lost wake-up. */

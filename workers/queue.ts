@@ -2,9 +2,9 @@
 // how the worker fetches it and its handler; its payload is the one domain/jobs.ts names for it.
 // `release` creates the queues from these (lib/jobs.ts migrateJobs), the worker runs them (start.ts).
 import type { Job, WorkOptions } from 'pg-boss';
-import type { JobPayloads, QueueName } from '../../domain/jobs.ts';
-import type { Services } from '../../domain/services.ts';
-import type { QueueSpec } from '../../lib/jobs.ts';
+import type { JobPayloads, QueueName } from '../domain/jobs.ts';
+import type { Services } from '../domain/services.ts';
+import type { QueueSpec } from '../lib/jobs.ts';
 
 export interface JobQueue<N extends QueueName = QueueName> extends QueueSpec {
   name: N;

@@ -1,6 +1,6 @@
 // `key.expire`: every minute, keys past expires_at are marked `expired`, each with its
 // `key.expired` event (the authentication reads them as expired from that second anyway).
-import { expireDueKeys } from '../../domain/keys.ts';
+import { expireDueKeys } from '../domain/keys.ts';
 import type { JobQueue } from './queue.ts';
 
 export const keyExpire: JobQueue<'key.expire'> = {

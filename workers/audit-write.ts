@@ -2,8 +2,8 @@
 // (sql/migrations/0007); kept so that jobs still queued at an upgrade, or sent by a web process of
 // the earlier release while they roll over, are written. The worker inserts the events, a batch per
 // statement, idempotently by event id.
-import { writeEventsApart } from '../../domain/audit.ts';
-import { QUICK_JOB } from '../../lib/jobs.ts';
+import { writeEventsApart } from '../domain/audit.ts';
+import { QUICK_JOB } from '../lib/jobs.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
 
 /** Batches, so a burst of changes costs few round trips. */

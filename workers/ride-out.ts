@@ -1,7 +1,7 @@
 // Job handlers wait out a short database outage instead of failing at its first moment.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isDatabaseUnavailable } from '../../domain/errors.ts';
-import { JOB_EXPIRE_SECONDS } from '../../lib/jobs.ts';
+import { isDatabaseUnavailable } from '../domain/errors.ts';
+import { JOB_EXPIRE_SECONDS } from '../lib/jobs.ts';
 
 /**
  * A handler that fails while the database is away cannot record its failure either (that needs the

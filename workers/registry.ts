@@ -1,6 +1,6 @@
 // Every job queue, by name: `release` creates them, the worker runs them. A queue domain/jobs.ts
 // names without a module here (or the other way round) fails the type check.
-import type { QueueName } from '../../domain/jobs.ts';
+import type { QueueName } from '../domain/jobs.ts';
 import { appTotals } from './app-totals.ts';
 import { auditDrain } from './audit-drain.ts';
 import { auditWrite } from './audit-write.ts';

@@ -1,7 +1,7 @@
 // `run.finished`: the run engine's report of a finished run, stored once per run id.
-import { invalidRunReport, storeRun } from '../../domain/runs.ts';
-import { QUICK_JOB } from '../../lib/jobs.ts';
-import { SQLSTATE } from '../../lib/sqlstate.ts';
+import { invalidRunReport, storeRun } from '../domain/runs.ts';
+import { QUICK_JOB } from '../lib/jobs.ts';
+import { SQLSTATE } from '../lib/sqlstate.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
 
 const RUN_BATCH_SIZE = 20;
