@@ -56,7 +56,7 @@ pool.on('connect', (client) => {
     ...rest,
   )) as typeof client.query;
 });
-const services = { pool, db: pool, boss, log };
+const services = { pool, db: pool, boss, log, config: readConfig({}) };
 const tls = { cert: readFileSync(process.env.TLS_CERT_FILE!), key: readFileSync(process.env.TLS_KEY_FILE!) };
 const server = restify.createServer({ name: '', httpsServerOptions: tls, handleUncaughtExceptions: false });
 

@@ -17,7 +17,7 @@ async function createFirstProject(config: Config, log: Logger, databaseUrl: stri
   const pool = createPool(config, log, databaseUrl, 2);
   const boss = await startProducer(pool, log);
   try {
-    const services = { pool, db: pool, boss, log };
+    const services = { pool, db: pool, boss, log, config };
     if ((await countProjects(services)) > 0) return undefined;
     const first = await createProject(services, SYSTEM_ACTOR, 'First project');
     return [

@@ -195,7 +195,7 @@ async function main(argv: string[]): Promise<number> {
     await release(config, log, database.ownerUrl);
     const boss = await startProducer(pool, log);
     try {
-      const result = await command.run({ pool, db: pool, boss, log }, { origin: 'workspace', ip: values.ip! }, {
+      const result = await command.run({ pool, db: pool, boss, log, config }, { origin: 'workspace', ip: values.ip! }, {
         positionals: positionals.slice(2), values: values as Args['values'], scopes,
       });
       process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -44,6 +44,7 @@ export const ROUTES: Readonly<Record<EndpointName, { method: Method; path: strin
   appDelete: { method: 'DELETE', path: '/v1/app/detail/{app_id}' },
   eventList: { method: 'GET', path: '/v1/event' },
   eventStream: { method: 'GET', path: '/v1/event/stream' },
+  eventCheckpoint: { method: 'GET', path: '/v1/event/checkpoint' },
   eventGet: { method: 'GET', path: '/v1/event/{event_id}' },
 };
 

@@ -80,6 +80,8 @@ export const errors = {
   eventNotFound: fail(404, 'Event not found.'),
   streamAfter: fail(422, 'after must be a non-negative integer.'),
   streamUnknownType: (name: string) => new ApiError(422, `Unknown event type: ${name}.`),
+  checkpointNotFound: fail(404, 'Checkpoint not found.'),
+  checkpointSequence: fail(422, 'sequence must be a positive integer.'),
 
   appNotFound: fail(404, 'App not found.'),
   planNoCustomApps: fail(402, 'The current billing plan does not allow custom app creation for this project.'),

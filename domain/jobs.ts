@@ -54,6 +54,8 @@ export interface JobPayloads {
   'key.expire': object;
   'run.finished': RunFinished;
   'app.totals': TotalsJob;
+  /** Carries nothing: the heads to sign are read when it runs. */
+  'audit.checkpoint': object;
 }
 
 export type QueueName = keyof JobPayloads;

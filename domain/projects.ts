@@ -3,6 +3,7 @@ import { newId } from '../lib/ids.ts';
 import { queryFile, type Queryable } from '../lib/pool.ts';
 import { recordEvent } from './audit.ts';
 import { verifyChain } from './audit-chain.ts';
+import { verifyLatestCheckpoint } from './checkpoints.ts';
 import { insertKey, keyView, type NewKey } from './keys.ts';
 import type { Actor } from './actor.ts';
 import { change, type Services } from './services.ts';
@@ -99,7 +100,13 @@ export async function countProjects(services: Services): Promise<number> {
 /** The workspace's `events verify`: the project's whole hash chain recomputed. */
 export async function verifyProjectChain(services: Services, projectId: string) {
   await projectMustExist(services.pool, projectId);
-  return { project: { id: projectId }, ...await verifyChain(services.pool, projectId) };
+  const chain = await verifyChain(services.pool, projectId);
+  const { checkpoint, reason } = await verifyLatestCheckpoint(services.pool, projectId);
+  if (!chain.verified) return { project: { id: projectId }, ...chain, checkpoint };
+  if (reason !== undefined) {
+    return { project: { id: projectId }, events: chain.events, verified: false as const, sequence: checkpoint, reason: `checkpoint ${checkpoint}: ${reason}`, checkpoint };
+  }
+  return { project: { id: projectId }, ...chain, checkpoint };
 }
 
 export async function setPlan(services: Services, actor: Actor, projectId: string, plan: { customApps?: boolean; appLimit?: number }) {

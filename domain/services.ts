@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { bossDb, requestJob, wakeWorkers } from '../lib/jobs.ts';
 import { withTransaction, type Database, type Queryable } from '../lib/pool.ts';
+import type { Config } from '../lib/config.ts';
 import type { Logger } from '../lib/log.ts';
 import { SQLSTATE } from '../lib/sqlstate.ts';
 import { DRAIN_QUEUE, type JobPayloads, type QueueName } from './jobs.ts';
@@ -16,6 +17,7 @@ export interface Services {
   db: Database;
   boss: PgBoss;
   log: Logger;
+  config: Config;
 }
 
 /** A change in progress: its transaction's client, and ways to hand work to the job workers. */

@@ -6,6 +6,7 @@
 // is a refusal like any other: it spends its address's budget. An address past its budget of
 // refusals gets 429 without the query (refusal-throttle.ts). The last use is written at most once
 // a minute, off the request's path.
+import { AUDIT_KEYS_PATH } from './audit-keys-route.ts';
 import type { Response } from 'restify';
 import { errors, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
@@ -21,7 +22,7 @@ import type { GatewayRequest, Handler, Next } from './types.ts';
 
 const BEARER = 'Bearer ';
 /** Paths answered without a key, outside /v1/: the process's health and the API's description. */
-export const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/openapi.json']);
+export const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/openapi.json', AUDIT_KEYS_PATH]);
 const LAST_USED_RESOLUTION_MS = 60_000;
 /** Bounds the memory of which keys this process touched recently. */
 const LAST_USED_MEMORY_KEYS = 50_000;

@@ -162,6 +162,22 @@ function operationsOutsideV1(): Record<string, object> {
       200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } },
       ...tooLarge,
     } } },
+    '/.well-known/audit-keys.json': { get: { ...open, operationId: 'auditKeys', summary: 'Every key that has signed an audit checkpoint, as is (not in the envelope).', responses: {
+      200: { description: 'The signing keys.', content: { 'application/json': { schema: {
+        type: 'object', required: ['keys'], additionalProperties: false,
+        properties: { keys: { type: 'array', items: {
+          type: 'object', required: ['id', 'algorithm', 'public_key', 'created_at'], additionalProperties: false,
+          properties: {
+            id: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the raw public key: a checkpoint\'s `key_id`.' },
+            algorithm: { const: 'ed25519' },
+            public_key: { type: 'string', description: 'Base64 of the raw 32-byte Ed25519 public key.' },
+            created_at: { type: 'integer', minimum: 0 },
+          },
+        } } },
+      } } } },
+      ...tooLarge,
+      503: { $ref: '#/components/responses/Unavailable' },
+    } } },
   };
 }
 

@@ -19,6 +19,7 @@ import { KnownKeys } from './known-keys.ts';
 import { allEndpoints } from './endpoints/registry.ts';
 import { health } from './health.ts';
 import { serveOpenApi } from './openapi-route.ts';
+import { AUDIT_KEYS_PATH, serveAuditKeys } from './audit-keys-route.ts';
 import { acceptedMethods } from './method.ts';
 import { requestPacer } from './pipelining.ts';
 import { listenFailure } from './ports.ts';
@@ -147,6 +148,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   }
   for (const [path, handler] of Object.entries(health(db))) server.get(path, handler as never);
   server.get('/openapi.json', serveOpenApi() as never);
+  server.get(AUDIT_KEYS_PATH, serveAuditKeys(db, log) as never);
 
   // Step 5 and 6: the router's own refusals, in the contract's words.
   server.on('NotFound', (req: GatewayRequest, res: restify.Response, _err: Error, done: () => void) => {

@@ -56,6 +56,10 @@ export interface Config {
   dbLanes: number;
   dbConnectTimeoutMs: number;
   dbStatementTimeoutMs: number;
+  /** The audit checkpoints' Ed25519 key (PKCS#8 PEM); absent: one made once under dataDir. */
+  auditSigningKey: string | undefined;
+  /** The least time between two checkpoints of one project. */
+  checkpointIntervalS: number;
 }
 
 /** The largest delay a Node timer takes (2^31 - 1 ms), and PostgreSQL's largest timeout. */
@@ -194,6 +198,8 @@ export function readConfig(env = process.env): Config {
     eventStreamBacklogBytes: int(env, 'EVENT_STREAM_BACKLOG_BYTES', 1_048_576, 1, Number.MAX_SAFE_INTEGER),
     // Proxies commonly drop a connection silent for 30-60 s. Twice it is a timer's delay too.
     eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 1, Math.floor(MAX_MS / 2)),
+    auditSigningKey: env.AUDIT_SIGNING_KEY || undefined,
+    checkpointIntervalS: int(env, 'CHECKPOINT_INTERVAL_S', 60, 1, 86_400),
     logLevel: logLevel(env.LOG_LEVEL),
     logFile: logFile(env.LOG_FILE),
     // Two cores here: one thread beside the main thread keeps both busy; a second thread measured

@@ -20,6 +20,8 @@ export interface JobQueue<N extends QueueName = QueueName> extends QueueSpec {
    * after its commit: every `intervalMs` the worker asks `pending` and sends the queue a job when it
    * answers true, so work whose job was never sent is found all the same.
    */
+  /** Work done once when the worker starts, before any job: a failure stops the start. */
+  prepare?(services: Services): Promise<void>;
   sweep?: { intervalMs: number; pending(services: Services): Promise<boolean> };
 }
 

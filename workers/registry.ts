@@ -2,6 +2,7 @@
 // names without a module here (or the other way round) fails the type check.
 import type { QueueName } from '../domain/jobs.ts';
 import { appTotals } from './app-totals.ts';
+import { auditCheckpoint } from './audit-checkpoint.ts';
 import { auditDrain } from './audit-drain.ts';
 import { auditWrite } from './audit-write.ts';
 import { keyExpire } from './key-expire.ts';
@@ -14,6 +15,7 @@ const BY_NAME: { [N in QueueName]: JobQueue<N> } = {
   'key.expire': keyExpire,
   'run.finished': runFinished,
   'app.totals': appTotals,
+  'audit.checkpoint': auditCheckpoint,
 };
 
 export const JOB_QUEUES: readonly JobQueue[] = Object.values(BY_NAME);

@@ -20,7 +20,7 @@ const STOP_GRACE_MS = 8000;
 export async function startJobWorkers(config: Config, log: Logger, databaseUrl: string): Promise<JobWorkers> {
   const pool: pg.Pool = createPool(config, log, databaseUrl, 4);
   const boss = await startConsumer(databaseUrl, log);
-  const services = { pool, db: pool, boss, log };
+  const services = { pool, db: pool, boss, log, config };
   const stopping = new AbortController();
 
   /**
@@ -36,6 +36,7 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
     await rideOutOutage(() => queue.handle(services, jobs, ended), rideOut);
     await rideOutOutage(() => boss.complete(queue.name, jobs.map(({ id, retryCount }) => ({ id, retryCount }))), rideOut);
   });
+  for (const queue of JOB_QUEUES) await queue.prepare?.(services);
   for (const queue of JOB_QUEUES) await work(queue);
 
   // A failed sweep (the database away) is tried again at the next tick.

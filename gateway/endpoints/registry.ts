@@ -7,6 +7,7 @@ import { appGet } from './app-get.ts';
 import { appList } from './app-list.ts';
 import { appUpdate } from './app-update.ts';
 import type { Endpoint, InlineEndpoint, PoolEndpoint, ResponseOf } from './endpoint.ts';
+import { eventCheckpoint } from './event-checkpoint.ts';
 import { eventGet } from './event-get.ts';
 import { eventList } from './event-list.ts';
 import { eventStream } from './event-stream.ts';
@@ -20,7 +21,7 @@ import { RESERVED } from './reserved.ts';
 export const ENDPOINTS = {
   keyList, keyCurrent, keyGet, keyCreate, keyRevoke,
   appCreate, appList, appGet, appUpdate, appDelete,
-  eventList, eventStream, eventGet,
+  eventList, eventStream, eventCheckpoint, eventGet,
 } as const;
 
 export type EndpointName = keyof typeof ENDPOINTS;

@@ -123,6 +123,15 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       description: "Hex SHA-256 of the previous event's hash (64 zeros for sequence 1) followed by this event's RFC 8785 JSON without `hash`.",
     },
   }),
+  Checkpoint: object({
+    object: { const: 'checkpoint' },
+    project: id('proj'),
+    sequence: { type: 'integer', minimum: 1, description: 'The sequence of the chain head signed.' },
+    hash: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'The hash of the event at that sequence.' },
+    created_at: unixSeconds,
+    key_id: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the raw Ed25519 public key that signed.' },
+    signature: { type: 'string', description: 'Base64 Ed25519 signature.' },
+  }),
 };
 
 /** Query parameters of the paged lists (decisions.md, "Lists"). */

@@ -31,7 +31,7 @@ let services: Promise<Services> | undefined;
 /** pg-boss reads its queue list at start; retried on failure so a thread born in an outage recovers. */
 function ready(): Promise<Services> {
   services ??= startProducer(pool, log).then(
-    (boss) => ({ pool, db: pool, boss, log }),
+    (boss) => ({ pool, db: pool, boss, log, config }),
     (err) => { services = undefined; throw err; },
   );
   return services;

@@ -123,11 +123,13 @@ export class TestService {
       LOG_FILE: logFile,
       WORKER_THREADS: '1',
       DB_POOL_SIZE: '4',
+      // What a process keeps on disk (the audit signing key) stays in the run's temporary files.
+      DATA_DIR: tempDir('pms-data-'),
       ...options.env,
     });
     const log = createLogger(config.logLevel, 'test', logFile);
     const db = createPool(config, log, url, 4);
-    const services: Services = { pool: db, db, boss: await startProducer(db, log), log };
+    const services: Services = { pool: db, db, boss: await startProducer(db, log), log, config };
     const serviceUrl = options.role ? asRole(url, options.role) : url;
     const workers = options.jobWorkers === false ? undefined : await startJobWorkers(config, log, serviceUrl);
     const gateway = await startGateway(config, log, options.databaseUrl ?? serviceUrl);

@@ -5,9 +5,12 @@ import { after, before, test } from 'node:test';
 import { runWorkspace, workspaceOk } from '../support/cli.ts';
 import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
+import { waitFor } from '../support/wait.ts';
 
 let service: TestService;
 let p: TestProject;
+/** The sequence of the project's one checkpoint (the next is an interval, 60 s, away). */
+let signed: number;
 
 before(async () => {
   service = await TestService.start();
@@ -15,11 +18,30 @@ before(async () => {
   for (let i = 0; i < 3; i++) await createKey(service, p.key, { name: `verified ${i}`, scope: ['key:read'] });
   await service.waitForEvents(p.projectId, 5);
   await service.waitForJobsDrained();
+  signed = await waitFor('the first checkpoint', async () => {
+    const { rows } = await service.db.query('SELECT sequence::int AS s FROM audit_checkpoints WHERE project_id = $1', [p.projectId]);
+    return rows[0]?.s as number | undefined;
+  }, 10_000, 100);
 });
 after(() => service.stop());
 
-test('an untouched trail verifies', async () => {
-  assert.deepEqual(await workspaceOk(service, ['events', 'verify', p.projectId]), { project: { id: p.projectId }, events: 5, verified: true });
+test('an untouched trail verifies, its latest checkpoint too', async () => {
+  assert.deepEqual(await workspaceOk(service, ['events', 'verify', p.projectId]), { project: { id: p.projectId }, events: 5, verified: true, checkpoint: signed });
+});
+
+test('a checkpoint whose signature does not verify is named, exit 1', async () => {
+  const [{ signature }] = (await service.db.query('SELECT signature FROM audit_checkpoints WHERE project_id = $1', [p.projectId])).rows;
+  await service.db.query('UPDATE audit_checkpoints SET created_at = created_at + 1 WHERE project_id = $1', [p.projectId]);
+  try {
+    const outcome = await runWorkspace(service, ['events', 'verify', p.projectId]);
+    assert.equal(outcome.code, 1, outcome.stderr);
+    assert.deepEqual(JSON.parse(outcome.stdout), {
+      project: { id: p.projectId }, events: 5, verified: false, sequence: signed, reason: `checkpoint ${signed}: its signature does not verify`, checkpoint: signed,
+    });
+    assert.equal(outcome.stderr, `the chain breaks at sequence ${signed}: checkpoint ${signed}: its signature does not verify.\n`);
+  } finally {
+    await service.db.query('UPDATE audit_checkpoints SET created_at = created_at - 1, signature = $2 WHERE project_id = $1', [p.projectId, signature]);
+  }
 });
 
 test('an event edited with SQL is caught: the first sequence that breaks is named, exit 1', async () => {
@@ -28,7 +50,7 @@ test('an event edited with SQL is caught: the first sequence that breaks is name
   assert.equal(outcome.code, 1, outcome.stderr);
   assert.deepEqual(JSON.parse(outcome.stdout), {
     project: { id: p.projectId }, events: 3, verified: false, sequence: 4,
-    reason: 'its hash does not match its content and the previous hash',
+    reason: 'its hash does not match its content and the previous hash', checkpoint: signed,
   });
   assert.equal(outcome.stderr, 'the chain breaks at sequence 4: its hash does not match its content and the previous hash.\n');
 });
