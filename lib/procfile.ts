@@ -1,5 +1,4 @@
-// The Procfile's processes as node arguments, so tools (the bench, the fault suite) run each
-// process exactly as deployed: one reading of the Procfile for all of them.
+// The Procfile's processes as node arguments, so tools run each process exactly as deployed.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 

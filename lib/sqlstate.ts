@@ -1,5 +1,4 @@
-// PostgreSQL's error codes (SQLSTATE, Appendix A of its manual) that the service branches on, by
-// name, so that no code matches an error by its message (which a server's locale translates).
+// The SQLSTATE codes the service branches on, so no code matches an error by its (translated) message.
 export const SQLSTATE = {
   foreignKeyViolation: '23503',
   uniqueViolation: '23505',
@@ -16,13 +15,13 @@ export const SQLSTATE = {
   adminShutdown: '57P01',
   crashShutdown: '57P02',
   cannotConnectNow: '57P03',
-  /** The service's own, raised by plan_admission (sql/migrations/0011, 0018). */
+  /** The service's own, raised by plan_admission. */
   planNoCustomApps: 'PMS01',
   planAppLimit: 'PMS02',
-  /** Raised by change_key_check (sql/migrations/0017): the key making the change is refused, or expired. */
+  /** Raised by change_key_check: the key making the change is refused, or expired. */
   changeKeyRefused: 'PMS03',
   changeKeyExpired: 'PMS04',
-  /** Raised and caught inside plan_admission (sql/migrations/0018), never seen here: listed so no other use takes it. */
+  /** Raised and caught inside plan_admission, never seen here: listed so no other use takes it. */
   admissionNearLimit: 'PMS05',
 } as const;
 

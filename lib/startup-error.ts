@@ -1,6 +1,5 @@
-// A reason a process cannot start that the person starting it can act on (a port taken, a
-// directory the database cannot reach): its message is one line naming the cause and the fix,
-// printed as it is, without a stack trace (bin/lifecycle.ts).
+// A reason a process cannot start that its operator can act on: one line naming the cause and the
+// fix, printed without a stack trace.
 export class StartupError extends Error {
   override readonly name = 'StartupError';
 }
