@@ -1,6 +1,5 @@
-// The apps resource (api.md 4.2): create, list, detail, edit (name, description, publish) and
-// soft delete, with the plan's answers before any other; and the workspace's changes of
-// an app (its logo, its activation), which the HTTP API does not make.
+// The apps resource: create, list, detail, edit and soft delete, with the plan's answers before
+// any other; and the workspace's changes of an app (logo, activation), which the API does not make.
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { isId, newId } from '../lib/ids.ts';
@@ -77,7 +76,7 @@ function parseInstructions(instruction: unknown, types: Catalog): NewInstruction
   });
 }
 
-/** Validation in the order decisions.md lists it; its fault is answered only after the plan's (createApp). */
+/** Validation in its fixed order; its fault is answered only after the plan's (createApp). */
 function parseNewApp(body: Record<string, unknown>, types: Catalog): NewApp {
   const name = requiredText(body.name, APP_NAME);
   const description = requiredText(body.description, APP_DESCRIPTION);
@@ -87,8 +86,7 @@ function parseNewApp(body: Record<string, unknown>, types: Catalog): NewApp {
   if (status !== 'draft' && status !== 'activated') throw errors.appStatus();
   const type = body.type ?? 'private';
   if (type !== 'private' && type !== 'public') throw errors.appType();
-  // The category comes last, whatever it is: one that is not a string names no category, as an
-  // unknown name does, and is answered in the same place.
+  // The category comes last: a non-string names no category and is answered as an unknown name.
   const sentCategory = CATEGORY_ALIASES.map((alias) => body[alias]).find((value) => value !== undefined && value !== null);
   if (sentCategory !== undefined && typeof sentCategory !== 'string') throw errors.categoryUnknown();
   return { name, description, category: sentCategory ?? DEFAULT_CATEGORY, data, instruction, status, type };
@@ -102,11 +100,9 @@ interface Created {
 }
 
 /**
- * A creation is one statement (sql/queries/app_create.sql): the key's check, the app and its event,
- * then the plan's admission last (sql/migrations/0018), which makes a creation wait for others only
- * near the app limit, and then only for their count and commit. The plan's answers still come
- * first (decisions.md): a refused plan fails the statement, and a body's or a category's fault is
- * answered only once the plan would have allowed an app.
+ * A creation is one statement: the key's check, the app and its event, then the plan's admission
+ * last, so creations wait for each other only near the app limit. The plan's answers still come
+ * first: a body's or category's fault is answered only once the plan would have allowed an app.
  */
 export async function createApp(services: Services, req: DomainRequest) {
   const projectId = req.caller.project_id;
@@ -176,10 +172,7 @@ interface AppListRow extends AppSummaryRow {
   tokens: { input: number; output: number; total: number } | null;
 }
 
-/**
- * The app object, members in api.md's order; a row carries the optional parts its endpoint
- * shows: list adds runs and tokens, detail also logo, data and instruction, PATCH none of them.
- */
+/** The app object; list adds runs and tokens, detail also logo, data and instruction. */
 function appView(row: AppSummaryRow & Partial<AppDetailRow>) {
   return {
     id: row.id,
@@ -247,14 +240,9 @@ interface EditedApp extends AppSummaryRow {
   refusal: 'needs-activation' | 'needs-image-logo' | null;
 }
 
-/**
- * An edit is one statement (sql/queries/app_edit.sql): the key's check, the app locked, the edit
- * unless it changes nothing or publishing is refused, and its events (a rename and a publish in
- * one PATCH: app.updated, then app.published).
- */
+/** An edit is one statement: key check, app locked, the edit (unless a no-op or refused), its events. */
 export async function updateApp(services: Services, req: DomainRequest) {
-  // The body first, then the app (decisions.md: validation, then the work): an id that cannot be
-  // an app's is answered where an unknown one is, so the two answer alike.
+  // The body first, then the app: an id that cannot be an app's is answered as an unknown one.
   const edit = parseEdit(req.body);
   const id = appIdParam(req);
   const actor = apiActor(req);

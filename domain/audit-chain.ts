@@ -1,7 +1,6 @@
-// The audit trail's hash chain (README, "The audit trail"): each event's `hash` is the hex SHA-256
-// over the UTF-8 bytes of the previous event's hash in the project's sequence (64 zeros before
-// the first) immediately followed by the RFC 8785 canonical JSON of the event object as the API
-// answers it, without its `hash` member.
+// The audit trail's hash chain: each event's `hash` is the hex SHA-256 of the previous event's
+// hash (64 zeros before the first) followed by the RFC 8785 canonical JSON of the event object
+// as the API answers it, without `hash`.
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type pg from 'pg';
@@ -35,10 +34,7 @@ export type Verdict =
   | { events: number; verified: true }
   | { events: number; verified: false; sequence: number; reason: string };
 
-/**
- * Recomputes a project's whole chain from its stored events, and holds the JSON the API answers
- * for each to the event its columns make, byte for byte; names the first sequence that breaks.
- */
+/** Recomputes a project's chain and checks each stored JSON byte for byte; names the first break. */
 export async function verifyChain(pool: pg.Pool, projectId: string): Promise<Verdict> {
   // The head is read before the walk: events written meanwhile lie beyond it, and are walked too.
   const [head] = await queryFile<{ last_sequence: number; last_hash: string | null }>(pool, 'event_chain_heads', [[projectId]]);
@@ -66,11 +62,7 @@ function answersAs(body: string | null, event: EventObject): boolean {
   return body === eventJson(event, event.hash);
 }
 
-/**
- * Release step: hashes the events written before the chain existed (migration 0006 numbered them),
- * and gives each event written before events kept their JSON (migration 0012) its JSON, project by
- * project under the chain head's lock, before any process writes another.
- */
+/** Release step: hashes and stores JSON for events older than either, under each chain head's lock. */
 export async function backfillChains(pool: pg.Pool): Promise<number> {
   const projects = await queryFile<{ project_id: string }>(pool, 'event_chain_unhashed', []);
   for (const { project_id: projectId } of projects) {

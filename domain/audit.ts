@@ -1,7 +1,5 @@
-// The audit trail's write side: a change hands its event over as a row of audit_outbox in its own
-// transaction (the id is fixed then; the row is written in the COMMIT's own message), and the
-// `audit.drain` job moves the rows into `events`, numbered and chained, in batches, each exactly
-// once.
+// The audit trail's write side: a change hands its event over as an audit_outbox row in its own
+// transaction; the `audit.drain` job moves rows into `events`, numbered and chained, exactly once.
 import type pg from 'pg';
 import { newId } from '../lib/ids.ts';
 import { queryFile, withTransaction } from '../lib/pool.ts';
@@ -22,16 +20,10 @@ export interface EventSpec {
   at: number;
 }
 
-/**
- * The prepared statement that hands an event over, run in its change's COMMIT message (the
- * bench's twins leave it out: bench/twins.ts).
- */
+/** The prepared statement that hands an event over, run in its change's COMMIT message. */
 export const OUTBOX_INSERT = 'pms_outbox_insert';
 
-/**
- * OUTBOX_INSERT's PREPARE on each connection, sent once (a prepared statement outlives a
- * rollback); forgotten if it fails, so the next change on the connection sends it again.
- */
+/** OUTBOX_INSERT's PREPARE, once per connection (it outlives a rollback); forgotten if it fails. */
 const prepared = new WeakMap<pg.PoolClient, Promise<unknown>>();
 
 function prepareHandOff(client: pg.PoolClient): Promise<unknown> {
@@ -82,12 +74,8 @@ function eventTypeIds(pool: pg.Pool): Promise<Map<string, string>> {
 }
 
 /**
- * The writer: a batch of events in the caller's transaction. Under the lock of each project's chain
- * head, the events not yet written get the project's next sequence numbers, in the order of their
- * changes, and their hashes; then the heads move and the web processes' event streams are told (on
- * commit). `redelivered`: the batch may hold events written already (a pg-boss job delivered
- * again), which are looked up and skipped; an outbox row is deleted as it is written, so the drain
- * needs no lookup. Returns how many events this call wrote.
+ * Writes a batch in the caller's transaction, numbered and hashed under each chain head's lock.
+ * `redelivered`: the batch may hold events already written (a job delivered again); they are skipped.
  */
 async function writeEventsIn(client: pg.PoolClient, typeIds: Map<string, string>, jobs: AuditJob[], redelivered: boolean): Promise<number> {
   if (jobs.length === 0) return 0;
@@ -143,19 +131,15 @@ export const DRAIN_BATCH_SIZE = 500;
 const LINGER_POLL_MS = 2;
 
 export interface Lingering {
-  /** How long the drain stays once the outbox is empty, looking for events, before it ends. */
+  /** How long the drain stays once the outbox is empty. */
   ms: number;
   /** Ends the lingering at once (the worker stopping, the job's claim lost). */
   signal?: AbortSignal;
 }
 
 /**
- * The `audit.drain` job's work: the oldest handed-over events, a batch per transaction, taken from
- * audit_outbox and written to `events` in the same transaction (so a drain that dies, or runs twice,
- * writes none twice). It goes on while batches come (under a steady stream of changes one job
- * drains many batches, instead of a job per batch), until one comes back empty and no event comes
- * while it lingers, or `until` (ms since the epoch) has passed. Returns how many it wrote and
- * whether it stopped with events left.
+ * Moves outbox rows to `events`, a batch per transaction (a drain that dies or runs twice writes
+ * none twice), until it is empty after lingering or `until` passes.
  */
 export async function drainOutbox(
   pool: pg.Pool, until = Infinity, batchSize = DRAIN_BATCH_SIZE, lingering: Lingering = { ms: 0 },
@@ -177,11 +161,7 @@ export async function drainOutbox(
   }
 }
 
-/**
- * Whether an event is handed over before `deadline`, looked for every LINGER_POLL_MS: under a
- * stream of changes the drain that stays takes the next event in milliseconds, where a drain that
- * ended waits for the next job's request, insert, notification and fetch.
- */
+/** Whether an event arrives before `deadline`: a drain that stays saves a whole new job's round trips. */
 async function eventsArrive(pool: pg.Pool, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
   while (Date.now() < deadline && !signal?.aborted) {
     await new Promise((resolve) => setTimeout(resolve, LINGER_POLL_MS));
@@ -196,12 +176,7 @@ export async function outboxPending(pool: pg.Pool): Promise<boolean> {
   return row!.pending;
 }
 
-/**
- * The audit worker's write: the batch in one statement, or, when that fails for a reason other
- * than an outage (a job no statement can take), each job alone, so that one bad job does not hold
- * back the events of the rest; the first failure is then thrown for pg-boss to retry the batch
- * (the written events are not written again).
- */
+/** Writes the batch, or on a non-outage failure each job alone so one bad job does not hold back the rest. */
 export async function writeEventsApart(pool: pg.Pool, jobs: AuditJob[]): Promise<number> {
   try {
     return await writeEvents(pool, jobs);

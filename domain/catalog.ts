@@ -1,6 +1,5 @@
-// The fixed catalogue the app endpoints resolve against: data types, instruction types and
-// categories. Types are seeded by migrations and never change while a process runs, so they are
-// read once per thread; categories resolve per request (their newest build may change).
+// The catalogue app endpoints resolve against. Types never change while a process runs, so they
+// are read once per thread; categories resolve per request (their newest build may change).
 import { queryFile, type Queryable } from '../lib/pool.ts';
 
 interface TypeRow {

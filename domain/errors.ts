@@ -25,7 +25,7 @@ export class ApiError extends Error {
   readonly status: number;
   /** Seconds the client should wait before trying again (the Retry-After header). */
   readonly retryAfterSeconds: number | undefined;
-  /** The envelope's `code` as a string: only the gateway's unknown-path 404 (api.md). */
+  /** The envelope's `code` as a string: only the gateway's unknown-path 404. */
   readonly codeAsText: boolean;
   constructor(status: number, message: string, retryAfterSeconds?: number, codeAsText = false) {
     super(message);
@@ -121,11 +121,7 @@ const UNAVAILABLE_SQLSTATES = new Set<string>([
 ]);
 const UNAVAILABLE_SYSCALL_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
 
-/**
- * Whether an error means the database could not be reached (answer 503 and let the client retry)
- * rather than a fault in the service (500). node-postgres raises its pool and connection timeouts
- * and lost connections without a code, so those few are recognised by their fixed messages.
- */
+/** Unreachable database (503), not a fault (500); node-postgres's codeless timeouts match by message. */
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;

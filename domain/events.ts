@@ -1,4 +1,4 @@
-// The audit trail's read side (api.md 4.3): the newest 100, and one by id.
+// The audit trail's read side: the newest 100, and one by id.
 import { isId } from '../lib/ids.ts';
 import { queryFile, type Database } from '../lib/pool.ts';
 import { errors } from './errors.ts';
@@ -46,11 +46,10 @@ export function eventView(row: EventRow) {
 
 export type EventObject = ReturnType<typeof eventView>;
 
-/** The event as stored beside its columns and sent as it is (sql/migrations/0012): its JSON with `hash`. */
+/** The event's JSON with `hash`, stored beside its columns and sent as it is. */
 export const eventJson = (event: EventObject, hash: string | null): string => JSON.stringify({ ...event, hash });
 
-// Reads answer each event's JSON as the audit writer stored it (sql/migrations/0012): an event
-// never changes after it is written, so it is not built again for every reader.
+// Reads answer each event's stored JSON: an event never changes, so it is not rebuilt per reader.
 
 const feedPages = new FeedPages();
 
@@ -63,12 +62,7 @@ interface PageRead {
 /** Page reads in flight, by project. */
 const pageReads = new Map<string, PageRead>();
 
-/**
- * The page as last read when the project's events have not moved since (a read of one row, the
- * key's check riding in it), else read and kept; the requests that find the same version moved
- * at once (a drain batch under many readers) share one read. A feed read far more often than its
- * project changes is answered from memory.
- */
+/** The page kept from the last read if the project's version has not moved; concurrent reads share one. */
 export async function listEvents(db: Database, req: DomainRequest) {
   const project = req.caller.project_id;
   const [now] = await queryFile<{ version: string }>(db, 'event_list_version', [project]);
@@ -105,7 +99,7 @@ export async function getEvent(db: Database, req: DomainRequest) {
   return okJson<EventObject>(row.body);
 }
 
-/** What a client asks of GET /v1/event/stream (decisions.md, "Events"). */
+/** What a client asks of GET /v1/event/stream. */
 export interface StreamQuery {
   /** Events after this sequence; null: those recorded after the stream opens. */
   after: number | null;
@@ -130,8 +124,7 @@ export function parseStreamQuery(query: DomainRequest['query'], lastEventId: str
     // Past the largest sequence a number holds exactly there is no event: as good as that one.
     after: afterValues.length === 1 ? Math.min(Number(afterValues[0]), Number.MAX_SAFE_INTEGER) : null,
     types: types.length ? [...new Set(types)] : null,
-    // A value that cannot be a key's id matches no event, so it is not looked for (a NUL in it
-    // would fail the catching-up query and close the stream).
+    // A value that cannot be a key id matches nothing; dropped so a NUL cannot fail the query.
     actors: actors.length ? [...new Set(actors.filter((actor) => isId('papi', actor)))] : null,
   };
 }

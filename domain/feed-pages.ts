@@ -1,12 +1,8 @@
-// The feed's pages (GET /v1/event) as last read, by project, each with the version of its
-// project's event counter row it was read at (sql/queries/event_list_version.sql). Every writer
-// of events moves that row in its own transaction (event_chain_lock.sql: the drain's batches,
-// the jobs of older releases, the release's backfill), and an UPDATE, DELETE or TRUNCATE of
-// events by any other hand moves it too (sql/migrations/0019): a page read at the version a
-// request reads now is the page that request would read. Bounded by size, least recently used
-// first out; a page larger than a share of the bound is not kept.
+// The feed's pages as last read, by project, with the version read at. Every write of events moves
+// that version in its own transaction, so a page kept at the current version is what a fresh read
+// would give. Bounded by size, least recently used first out.
 
-/** The pages kept at most, in UTF-16 code units of their JSON: 16 MB at most, two bytes each at worst. */
+/** The pages kept at most, in UTF-16 code units of their JSON (16 MB at worst). */
 export const FEED_PAGES_BUDGET = 8 * 1024 * 1024;
 /** A page larger than this share of the budget is answered and not kept. */
 const LARGEST_SHARE = 16;

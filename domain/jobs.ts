@@ -1,7 +1,6 @@
-// The job queues the domain sends to, by name, with the payload each carries. A queue's rules
-// (options, fetching, handler) are its module in workers/; a name missing here or there
-// fails the type check (workers/registry.ts).
-/** Where a change came from (decisions.md, "Events"). */
+// The job queues the domain sends to, with each payload. A queue's rules are its module in
+// workers/; a name missing on either side fails the type check.
+/** Where a change came from. */
 export type Origin = 'api' | 'workspace' | 'system';
 
 /** Every event type, as the seed migration names them. */
@@ -32,7 +31,7 @@ export interface AuditJob {
   created_at: number;
 }
 
-/** A run the run engine reports as finished (decisions.md, "Runs"). */
+/** A run the run engine reports as finished. */
 export interface RunFinished {
   run_id: string;
   app_id: string;
@@ -47,7 +46,7 @@ export interface TotalsJob {
 }
 
 export interface JobPayloads {
-  /** Events handed over before audit_outbox existed (sql/migrations/0007), still written. */
+  /** Events handed over by older releases, before audit_outbox; still written. */
   'audit.write': AuditJob;
   /** Carries nothing: the events wait in audit_outbox. */
   'audit.drain': object;

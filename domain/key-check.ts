@@ -1,9 +1,6 @@
-// A key the web process recognised from memory (gateway/known-keys.ts) is checked where the
-// request reaches the database anyway: riding in its first statement, or in the BEGIN of its
-// change. An answer no statement carried the check to waits for the check on a round trip of
-// its own, so a refused key's answer keeps its place first in the order of checks
-// (decisions.md). The rule itself is the view api_key_usable (sql/migrations/0008), which the
-// lookup by hash reads too.
+// A key recognised from memory is checked where the request reaches the database anyway: in its
+// first statement, or its change's BEGIN. An answer no statement carried the check to waits for a
+// check of its own, so a refused key is still answered first.
 import type pg from 'pg';
 import { queryFile, type Database, type Statement } from '../lib/pool.ts';
 import { fillTemplate } from '../lib/sql-files.ts';
@@ -11,7 +8,7 @@ import { SQLSTATE } from '../lib/sqlstate.ts';
 import { ApiError, errors } from './errors.ts';
 import type { CallerKey, DomainRequest } from './requests.ts';
 
-/** The riding statement's first columns (sql/templates/key_check_riding.sql): the check's outcome, then pms_row. */
+/** The riding statement's first columns (key_check_riding.sql): the check's outcome, then pms_row. */
 const OUTCOME_COLUMN = 0;
 const ROW_COLUMN = 1;
 const RIDING_COLUMNS = 2;
@@ -19,10 +16,7 @@ const RIDING_COLUMNS = 2;
 /** What of a key can change after its creation (a key is never renamed, rescoped or given another expiry). */
 export type KeyNow = Pick<CallerKey, 'status' | 'last_used_at' | 'updated_at'>;
 
-/**
- * A key refused (unknown, revoked, expired, its project or consumer disabled): its own answer,
- * the gateway forgets the key, and the answer waits for the refusal floor (gateway/refusals.ts).
- */
+/** A refused key: the gateway forgets it, and the answer waits for the refusal floor. */
 export class KeyRefusal extends ApiError {}
 
 /** The refusal of a key: 401 `The API key has expired.` for an expired one, else the unknown key's 403. */
@@ -45,10 +39,8 @@ function ridingText(config: pg.QueryConfig, keyParam: number): string {
 }
 
 /**
- * One request's view of the database: while its key is not yet checked, each statement carries the
- * check; and each change, checked or not, begins with the check that holds its key and owners
- * until it ends (sql/migrations/0014), so that it commits before a revocation or a disable does,
- * or is refused.
+ * One request's view of the database: statements carry the key check until it is done; each change
+ * begins with a check that locks the key and owners, so it commits before a revocation or is refused.
  */
 export class KeyCheckedDatabase implements Database {
   #pending: boolean;
@@ -65,8 +57,7 @@ export class KeyCheckedDatabase implements Database {
   async query(config: Statement): Promise<pg.QueryResult> {
     if (!this.#pending) return this.#pool.query(config);
     const values = [...(config.values ?? []), this.#keyId];
-    // Rows as arrays, each made into the statement's own row once, not an object row copied again
-    // without the check's columns: a page of rows is the pool thread's main work.
+    // Array rows, built once into the statement's own rows: a page of rows is the thread's main work.
     const result = await this.#pool.query({
       name: config.name === undefined ? undefined : `${config.name}+key`,
       text: ridingText(config, values.length),
@@ -76,8 +67,7 @@ export class KeyCheckedDatabase implements Database {
     });
     this.#settle(result.rows[0]?.[OUTCOME_COLUMN]);
     const fields = result.fields.slice(RIDING_COLUMNS);
-    // Every row copied from one template has its members in one order from the start, so all share
-    // one shape (as pg builds its own rows), however the values are set after.
+    // Copies of one template share one hidden class, as pg's own rows do.
     const template: Record<string, unknown> = Object.fromEntries(fields.map(({ name }) => [name, null]));
     const rows: Record<string, unknown>[] = [];
     for (const columns of result.rows) {
@@ -139,17 +129,14 @@ export function checkedByChange(db: Database): void {
   if (db instanceof KeyCheckedDatabase) db.checkedByChange();
 }
 
-/** change_key_check's refusal (sql/migrations/0017) as the key's own answer; any other error as it is. */
+/** change_key_check's refusal as the key's own answer; any other error as it is. */
 export function changeKeyRefusal(err: unknown): unknown {
   const code = (err as { code?: unknown } | null)?.code;
   if (code === SQLSTATE.changeKeyRefused || code === SQLSTATE.changeKeyExpired) return keyRefusal(code === SQLSTATE.changeKeyExpired);
   return err;
 }
 
-/**
- * Runs a request's work over the view of the database that checks its key: by the time any
- * answer, success or failure, comes back, and in each change.
- */
+/** Runs a request's work so its key is checked before any answer comes back, and in each change. */
 export async function withKeyCheck<T>(pool: Database, request: DomainRequest, work: (db: Database) => Promise<T>): Promise<T> {
   if (request.keyChecked) return work(new KeyCheckedDatabase(pool, request.caller.id, true));
   const db = new KeyCheckedDatabase(pool, request.caller.id);

@@ -1,4 +1,4 @@
-// The keys resource (api.md 4.1): list, read, current, create, revoke.
+// The keys resource: list, read, current, create, revoke.
 import { isId, newId } from '../lib/ids.ts';
 import { queryFile, type Database } from '../lib/pool.ts';
 import { fillTemplate, queryText } from '../lib/sql-files.ts';
@@ -12,7 +12,7 @@ import { SYSTEM_ACTOR, type Actor } from './actor.ts';
 import { change, changeByStatement, type Services, type Tx } from './services.ts';
 import { KEY_NAME, requiredText } from './text-fields.ts';
 
-/** The latest `expires_at` a key takes, the last second timestamptz (and any client) can sensibly hold: 9999-12-31T23:59:59Z. */
+/** The latest `expires_at` a key takes: 9999-12-31T23:59:59Z. */
 export const LATEST_UNIX_SECONDS = 253_402_300_799;
 
 /** A key as api_key_view reads it. */
@@ -42,10 +42,7 @@ function keyIdParam(req: DomainRequest): string {
   return id === 'current' ? req.caller.id : id;
 }
 
-/**
- * A key as answered to the caller: its own key was used by this very call, which the stored
- * last_used_at (written off the request's path, at most once a minute) may not show yet.
- */
+/** The caller's own key shows this call as its last use; the stored value is written lazily. */
 function asSeenBy(req: DomainRequest): (row: KeyRow) => KeyRow {
   const now = Math.floor(Date.now() / 1000);
   return (row) => (row.id === req.caller.id ? { ...row, last_used_at: Math.max(row.last_used_at ?? 0, now) } : row);
@@ -58,10 +55,7 @@ export async function listKeys(db: Database, req: DomainRequest) {
   return ok(pageOf(rows, (row) => keyView(seen(row))));
 }
 
-/**
- * The key making the call, as stored now: when authentication just read it, that row; when the
- * gateway knew it from memory (where last_used_at is not kept fresh), a read that is its check.
- */
+/** The calling key as stored now: authentication's row, or if known from memory a read that checks it. */
 export async function currentKey(db: Database, req: DomainRequest) {
   const seen = asSeenBy(req);
   if (req.keyChecked || !(db instanceof KeyCheckedDatabase)) return ok(keyView(seen(req.caller)));
@@ -83,10 +77,7 @@ export interface NewKey {
   expiresAt: number | null;
 }
 
-/**
- * Validates a creation body in the order decisions.md gives; `caller` is the creating key's scope
- * and expiry (null: it never expires).
- */
+/** Validates a creation body in its fixed order; `caller` is the creating key's scope and expiry. */
 export function parseNewKey(body: Record<string, unknown>, caller: { scope: readonly string[]; expiresAt: number | null }, nowSeconds: number): NewKey {
   const { scope, expires_at: expiresAt } = body;
   const name = requiredText(body.name, KEY_NAME);
@@ -109,14 +100,12 @@ export function parseNewKey(body: Record<string, unknown>, caller: { scope: read
 
   // Refused, never trimmed: every requested scope must be within the caller's own.
   if (!scopes.every((wanted) => holdsScope(caller.scope, wanted))) throw errors.scopeWider();
-  // Nor a longer life (api.md 4.1: never more than the creating key), refused the same way: a key
-  // that expires cannot make one that expires later, or never; a leaked short-lived key would
-  // otherwise make itself a lasting one.
+  // Nor a longer life: a leaked short-lived key could otherwise make itself a lasting one.
   if (caller.expiresAt !== null && (expires === null || expires > caller.expiresAt)) throw errors.outlivesCaller();
   return { name, scope: scopes, expiresAt: expires };
 }
 
-/** A new key's row as sql/queries/key_insert.sql takes it ($1..$8), with its secret. */
+/** A new key's row as key_insert.sql takes it ($1..$8), with its secret. */
 function newKeyValues(projectId: string, consumerId: string, input: NewKey) {
   const secret = newSecret();
   const values = [newId('papi'), projectId, consumerId, input.name, hashSecret(secret), previewOf(secret), input.scope, input.expiresAt];
@@ -141,10 +130,10 @@ export async function insertKey(tx: Tx, actor: Actor, projectId: string, consume
   return { row: row!, secret };
 }
 
-/** sql/templates/key_create.sql: key_insert.sql with the check of the caller's key and the hand-off around it. */
+/** key_insert.sql wrapped in the caller's key check and the event hand-off. */
 let keyCreateText: string | undefined;
 
-/** The API's key creation: a change of one statement, the check and the event in it (sql/templates/key_create.sql). */
+/** The API's key creation: one statement holding the key check and the event. */
 export async function createKey(services: Services, req: DomainRequest) {
   const input = parseNewKey(req.body, { scope: req.caller.scope, expiresAt: req.caller.expires_at }, Math.floor(Date.now() / 1000));
   const actor = apiActor(req);

@@ -34,10 +34,7 @@ export async function createProject(services: Services, actor: Actor, name: stri
   });
 }
 
-/**
- * A key for an existing project, made from the workspace (`key create`), created by the project's
- * owner; validated by the caller with parseNewKey like the API's. The secret is returned once.
- */
+/** The workspace's `key create`, as the project's owner; the caller validates (parseNewKey). */
 export async function createProjectKey(services: Services, actor: Actor, projectId: string, input: NewKey) {
   const { row, secret } = await change(services, async (tx) => {
     const [owner] = await queryFile<{ consumer_id: string; project_status: string; consumer_status: string }>(tx.client, 'project_owner', [projectId]);

@@ -23,10 +23,7 @@ export interface DomainRequest {
   /** The parsed JSON object; `{}` for an empty body. */
   body: Record<string, unknown>;
   caller: CallerKey;
-  /**
-   * True when authentication looked the key up for this very request; false when the gateway
-   * recognised it from memory and its usability is still to be checked (domain/key-check.ts).
-   */
+  /** False when the gateway recognised the key from memory and its check is still to come. */
   keyChecked: boolean;
   ip: string;
   requestId: string;
@@ -42,10 +39,7 @@ export interface DomainResult<Response = unknown> {
 
 export const ok = <Response>(response: Response, status = 200): DomainResult<Response> => ({ status, response });
 
-/**
- * A success whose `response` is JSON text already, of the type `Response` (which the typed client
- * reads from the handler); `response` itself is left unset.
- */
+/** A success whose response is JSON text already; `Response` types it for the typed client. */
 export const okJson = <Response>(json: string): DomainResult<Response> => ({ status: 200, response: undefined as Response, json });
 
 /** The response's JSON text, serialised here unless it came as text. */
@@ -54,12 +48,7 @@ export const responseJson = (result: DomainResult): string | undefined => result
 /** Who makes a change through the API, as its event records it. */
 export const apiActor = (req: DomainRequest): Actor => ({ origin: 'api', ip: req.ip, keyId: req.caller.id });
 
-/**
- * What a pool thread hands back to the gateway: the `response` already serialised. A string
- * crosses the thread boundary as one flat copy, where a page of 100 events as objects was cloned
- * member by member on both sides, and the gateway's thread (which all requests share) no longer
- * spends its time stringifying it.
- */
+/** What a pool thread hands back, pre-serialised: one flat copy across threads, no work on the gateway. */
 export interface SerializedResult {
   status: number;
   /** The envelope's `response` as JSON text (undefined when it is undefined). */
@@ -73,10 +62,7 @@ export const list = <Item>(data: Item[], total: number) => ({ object: 'list' as 
 /** The text JSON.stringify(list(data, total)) writes, for `data` that is JSON text already. */
 export const listJson = (dataJson: string, total: number): string => `{"object":"list","data":${dataJson},"total":${total}}`;
 
-/**
- * A page read with its total in one query (sql/queries/*_list.sql): every row carries `total`,
- * and an empty page is one row whose `id` is null.
- */
+/** A page read with its total in one query: every row carries `total`; an empty page is one null-id row. */
 export function pageOf<Row extends { id: string | null; total: number }, View>(rows: Row[], view: (row: Row) => View) {
   return list(rows.filter((row) => row.id !== null).map(view), rows[0]?.total ?? 0);
 }
@@ -89,10 +75,7 @@ function oneValue(value: string | string[] | undefined): string | undefined | nu
   return value;
 }
 
-/**
- * A decimal integer, leading zeros and all (`0050` is 50), or NaN. One past
- * Number.MAX_SAFE_INTEGER is taken as that: as an offset it lies past any list's end all the same.
- */
+/** A decimal integer (`0050` is 50) or NaN; capped at MAX_SAFE_INTEGER, past any list's end anyway. */
 function decimal(text: string | null): number {
   return text !== null && /^\d+$/.test(text) ? Math.min(Number(text), Number.MAX_SAFE_INTEGER) : NaN;
 }

@@ -11,11 +11,7 @@ export function isKnownScope(entry: unknown): entry is string {
   return typeof entry === 'string' && KNOWN.has(entry);
 }
 
-/**
- * Whether a key holding `granted` may act with `wanted`: it holds `*`, or `<resource>:*` for the
- * wanted scope's resource, or the exact scope. Read with `wanted` = a requested scope this is also
- * the subset rule for new keys: `*` is within `*` alone, `<resource>:*` within `*` or itself.
- */
+/** Whether `granted` covers `wanted` (`*`, `<resource>:*` or exact); also the subset rule for new keys. */
 export function holdsScope(granted: readonly string[], wanted: string): boolean {
   if (granted.includes('*') || granted.includes(wanted)) return true;
   const colon = wanted.indexOf(':');

@@ -1,7 +1,6 @@
-// Key secrets: `sk-project-`, 43 random base62 characters (256 bits), then a 6-character base62
-// checksum (the CRC32 of those 43), so a value of the wrong shape or with a wrong checksum is
-// refused without a database lookup, and a secret scanner can tell a real secret from a lookalike.
-// Secrets made before the checksum (the 43 characters alone) keep working.
+// Key secrets: `sk-project-`, 43 random base62 characters (256 bits), then a base62 CRC32 of them,
+// so a malformed value is refused without a lookup and scanners can tell real secrets. Secrets
+// without the checksum (older ones) keep working.
 import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
@@ -45,10 +44,8 @@ export function withoutSecrets(text: string): string {
 }
 
 /**
- * A request's path as logged: a secret in it hidden, whether sent as it is or percent-encoded (the
- * router decodes it, so either is the secret to whoever reads the log). A secret is ASCII, so
- * decoding the escapes of ASCII alone finds it, in a path whose other escapes are not UTF-8 too.
- * A path holding one is logged so decoded; any other as it came.
+ * A request's path as logged, any secret hidden, percent-encoded or not (the router decodes it).
+ * Only ASCII escapes are decoded, which finds a secret even among non-UTF-8 escapes.
  */
 export function loggablePath(path: string): string {
   const decoded = path.includes('%') ? path.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))) : path;
@@ -61,10 +58,7 @@ export function holdsSecret(text: string): boolean {
   return withoutSecrets(text) !== text;
 }
 
-/**
- * Whether a bearer value can be a secret at all: a checksummed one whose checksum holds, or one
- * made before checksums. Anything else is refused like an unknown key, without a lookup.
- */
+/** Whether a bearer value can be a secret (a valid checksum, or the older shape), before any lookup. */
 export function couldBeSecret(value: string): boolean {
   if (LEGACY_SHAPE.test(value)) return true;
   const parts = CHECKSUMMED_SHAPE.exec(value);

@@ -27,21 +27,14 @@ export interface Tx {
   send<N extends QueueName>(queue: N, data: JobPayloads[N], options?: { singletonKey?: string }): Promise<void>;
   /** Once the change commits, a job on `queue`, whose work the change left in its own rows. */
   requestJob(queue: QueueName): void;
-  /**
-   * A statement run at the end, in the COMMIT's own message (lib/pool.ts TransactionEnd), after
-   * those given before it; its error rolls the change back.
-   */
+  /** A statement run in the COMMIT's own message, in order; its error rolls the change back. */
   commitAfter(statement: string): void;
 }
 
-/**
- * A change PostgreSQL aborted to break a deadlock runs again, up to this many times in all: two
- * changes that each revoke the other's key wait on each other (sql/migrations/0014), and the one
- * run again finds its own key revoked.
- */
+/** Two changes revoking each other's key deadlock; the one run again finds its own key revoked. */
 const DEADLOCK_ATTEMPTS = 3;
 
-/** Runs `attempt` again when PostgreSQL aborted it to break a deadlock, up to DEADLOCK_ATTEMPTS in all. */
+/** Runs `attempt` again when PostgreSQL aborted it to break a deadlock. */
 async function retryingDeadlocks<T>(attempt: () => Promise<T>): Promise<T> {
   for (let n = 1; ; n++) {
     try {
@@ -80,11 +73,8 @@ export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>):
 }
 
 /**
- * A change made by one statement that checks the key making it and hands its event over itself
- * (change_key_check and hand_over_event, sql/migrations/0017; sql/templates/key_create.sql), sent
- * on its own: it commits without a BEGIN or a COMMIT message, in one round trip. `fn` runs it on
- * `db` with `checkedKey` (null when no key makes the change); the key's refusal is answered as
- * its own, and the drain is requested once the change has committed.
+ * A change of one statement that checks its key and hands its event over itself, committing in
+ * one round trip. `checkedKey` is null when no key makes the change.
  */
 export async function changeByStatement<T>(services: Services, fn: (db: Queryable, checkedKey: string | null) => Promise<T>): Promise<T> {
   const alone: Queryable = { query: (config) => statementAlone(services.pool, config) };
@@ -97,11 +87,8 @@ export async function changeByStatement<T>(services: Services, fn: (db: Queryabl
 }
 
 /**
- * One statement on a client of the pool, given back to it after the statement's own error (a
- * refused key, a plan's answer, a deadlock): such an error leaves the connection as it was, its
- * implicit transaction rolled back. pg-pool's own query closes the connection on any error, and a
- * refused change then cost the next statement a new connection (4 ms more than one let through,
- * which the timing fault test told apart from an unknown key's refusal).
+ * One statement on a pooled client, kept after its own error (a refused key, a deadlock): pg-pool
+ * would close it, and the reconnect's delay would tell a refused change from an unknown key.
  */
 async function statementAlone(pool: pg.Pool, config: pg.QueryConfig): Promise<pg.QueryResult> {
   const client = await pool.connect();
@@ -109,8 +96,7 @@ async function statementAlone(pool: pg.Pool, config: pg.QueryConfig): Promise<pg
   try {
     return await client.query(config);
   } catch (err) {
-    // A deadlock or a statement timeout is the statement's own end too, though the service
-    // answers them as the database's unavailability.
+    // A deadlock or statement timeout leaves the connection intact too, though answered as a 503.
     const code = (err as { code?: unknown }).code;
     if (isDatabaseUnavailable(err) && code !== SQLSTATE.deadlockDetected && code !== SQLSTATE.queryCanceled) broken = err as Error;
     throw err;

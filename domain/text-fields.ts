@@ -1,6 +1,5 @@
-// The text members of a body (a key's name, an app's name and description): each field's bound
-// and errors in one place, and one rule for a creation, where the member is required, and one for
-// an edit, where it may be left out but not blanked.
+// The text members of a body: each field's bound and errors, a rule for a creation (required)
+// and one for an edit (may be left out, not blanked).
 import { errors, type ApiError } from './errors.ts';
 
 export interface TextField {
