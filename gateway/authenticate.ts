@@ -1,11 +1,6 @@
-// Step 4: the key. One this process has seen authenticate is recognised from memory and checked
-// where its request reaches the database (known-keys.ts); any other by one query on the SHA-256
-// of the secret. Unknown, revoked and disabled keys all come back as no row and get the
-// identical 403; an expired key gets 401 from the second its expires_at passes. A bearer value
-// that is not a secret's shape, or whose checksum fails, gets the same 403 without the query, and
-// is a refusal like any other: it spends its address's budget. An address past its budget of
-// refusals gets 429 without the query (refusal-throttle.ts). The last use is written at most once
-// a minute, off the request's path.
+// Step 4: the key, recognised from memory or looked up by its secret's SHA-256. Unknown, revoked and
+// disabled keys get one identical 403, expired ones 401. A malformed secret gets that 403 without a
+// query but spends the address's refusal budget; past it, 429.
 import { AUDIT_KEYS_PATH } from './audit-keys-route.ts';
 import type { Response } from 'restify';
 import { errors, type ApiError } from '../domain/errors.ts';
@@ -51,15 +46,11 @@ export function authenticate(db: LanedDatabase, known: KnownKeys, log: Logger, r
     });
   }
 
-  /**
-   * Takes one of the address's refusals ahead of a refusal or a lookup (given back if the lookup
-   * finds the key usable); past the budget, answers 429 and returns true.
-   */
+  /** Takes one refusal from the address's budget ahead (given back if the key is usable); past it, 429. */
   function overBudget(req: GatewayRequest, res: Response, next: Next): boolean {
     const waitSeconds = throttle.admit(req.clientIp);
     if (waitSeconds === 0) return false;
-    // Held a while before it is answered: a guesser's connection, waiting for its answer, sends
-    // its next guess that much later, and the process serves its honest clients meanwhile.
+    // Held before answering, so a guesser waiting for its answer guesses that much later.
     const answer = () => next(errors.tooManyRefusals(waitSeconds));
     if (refusalDelayMs > 0) {
       // Waiting is no work: the address's other requests go on (the connection stays held).

@@ -1,7 +1,6 @@
-// Step 3: a body over the limit is 413, from Content-Length before reading a byte, or the moment
-// a chunked body crosses the limit while streaming. Within the limit the body is kept for step 8.
-// A client that waits for leave to send its body (`Expect: 100-continue`) gets its 100 Continue
-// here, once the body is to be read: a refusal before that comes without one.
+// Step 3: a body over the limit is 413, from Content-Length before reading or as soon as a chunked
+// body crosses it; otherwise it is kept for step 8. `Expect: 100-continue` is answered here, only
+// once the body is to be read.
 import type { IncomingMessage, Server } from 'node:http';
 import { errors } from '../domain/errors.ts';
 import type { Handler } from './types.ts';
@@ -10,20 +9,14 @@ export const MAX_BODY_BYTES = 200_000;
 
 const awaitingContinue = new WeakSet<IncomingMessage>();
 
-/**
- * Node, and restify after it, answer 100 Continue the moment a request expecting it arrives,
- * inviting a body that may then be refused unread (the client meets a closed connection instead of
- * its 413). Such a request goes the usual way instead (pipelining pace included), still waiting.
- */
+/** Node answers 100 Continue at once, inviting a body that may be refused unread; deferred to bodyLimit. */
 export function continueAtBodyLimit(server: Server): void {
   server.removeAllListeners('checkContinue');
   server.on('checkContinue', (req: IncomingMessage, res) => {
     awaitingContinue.add(req);
     server.emit('request', req, res);
   });
-  // Any other expectation Node would refuse by itself with a bare 417, no envelope and no request
-  // id. RFC 9110 lets a server ignore an expectation it does not meet: the request is served as
-  // usual (on the plain listener, the 301).
+  // Node would answer any other expectation with a bare 417; RFC 9110 lets a server ignore it.
   server.on('checkExpectation', (req: IncomingMessage, res) => {
     server.emit('request', req, res);
   });

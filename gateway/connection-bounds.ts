@@ -1,6 +1,5 @@
-// Bounds on open connections, counted over both listeners: past the process's total, or past one
-// client address's share, a new connection is destroyed the moment it is accepted, before TLS or
-// HTTP spend anything on it.
+// Bounds on open connections over both listeners, in total and per address: a connection past
+// them is destroyed on accept, before TLS or HTTP spend anything on it.
 import type { Server, Socket } from 'node:net';
 import type { Logger } from '../lib/log.ts';
 

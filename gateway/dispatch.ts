@@ -35,8 +35,7 @@ export function createWorkerPool(config: Config, databaseUrl: string): WorkerPoo
     concurrentTasksPerWorker: config.tasksPerThread,
     // Past this many waiting requests the gateway sheds load with 503 instead of queueing forever.
     maxQueue: config.maxQueuedTasks,
-    // 'sync' parks an idle thread in Atomics.wait, which also freezes the database I/O of the
-    // tasks it still has in flight; handlers here are all I/O, so threads talk by messages only.
+    // Atomics.wait would freeze the database I/O of an idle thread's tasks in flight.
     atomics: 'disabled',
     // A thread's heap grows lazily under load and is not given back; bounded, its GC keeps up.
     resourceLimits: { maxOldGenerationSizeMb: THREAD_OLD_GENERATION_MB, maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
@@ -44,11 +43,7 @@ export function createWorkerPool(config: Config, databaseUrl: string): WorkerPoo
   });
 }
 
-/**
- * Step 8 and the request a handler sees: the query, the caller, the JSON body of a POST or PATCH.
- * Step 8 holds for every request (decisions.md): a body sent with a GET or a DELETE must be a JSON
- * object as well, though nothing reads it.
- */
+/** Step 8 and the request a handler sees. Any body must be a JSON object, even one nothing reads. */
 function domainRequest(req: GatewayRequest): DomainRequest {
   const body = parseJsonObject(req.rawBody);
   return {
@@ -62,10 +57,7 @@ function domainRequest(req: GatewayRequest): DomainRequest {
   };
 }
 
-/**
- * What the last step of a route needs: the worker pool and its queue bound, the gateway's own
- * database pool (inline endpoints), the known keys, the event streams, the error path, a logger.
- */
+/** What the last step of a route needs. */
 export interface Runners {
   pool: WorkerPool;
   db: LanedDatabase;
@@ -76,12 +68,7 @@ export interface Runners {
   log: Logger;
 }
 
-/**
- * The last step of an endpoint's route: its handler, where the registry says it runs. A request
- * it refuses before any work (not implemented, a bad query or body) goes by next(err); the
- * failure of the work itself, which carried the key's check, is answered without another check
- * (a key's refusal after the refusal floor).
- */
+/** The last step of a route: its handler, where the registry says it runs. */
 export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: { fail }, log }: Runners, name: string, endpoint: Endpoint): Handler {
   if (endpoint.runs === 'reserved') {
     const { answer } = endpoint;
@@ -107,7 +94,7 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       } catch (err) {
         return next(err as ApiError);
       }
-      // restify answers 500 for a chain that ends before its response has begun: next comes after the head.
+      // restify answers 500 for a chain ended before its response began: next() comes after the head.
       known.check(req).then(() => streams.open(req, res, query).then((opened) => {
         if (opened === true) releaseAddress(res);
         else full(req, res, opened);
@@ -126,8 +113,7 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       return next(err as ApiError);
     }
     if (endpoint.runs === 'inline') {
-      // The gateway's own pool also looks up the keys it does not know: an inline endpoint may
-      // queue on it no deeper than a pool endpoint may on its thread.
+      // This pool also serves key lookups: an inline endpoint may queue no deeper than a pool one.
       if (db.waitingCount >= maxQueued) return shed(req, res, next, 'gateway database pool');
       withKeyCheck(db, request, (checked) => endpoint.handler(checked, request)).then((result) => {
         sendSerializedEnvelope(res, result.status, responseJson(result));
@@ -136,12 +122,11 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
     }
     if (pool.queueSize >= maxQueued) return shed(req, res, next, 'worker queue');
     pool.run({ endpoint: name as PoolEndpointName, request }).then((result) => {
-      // piscina's record of a finished task holds this result (through its callback) and stays
-      // reachable from old-generation garbage until a full collection: the table of its task map is
-      // rehashed in old space. The answer's text, dropped here, would be promoted with it otherwise.
+      // piscina's finished-task record keeps this result reachable until a full GC; dropping the
+      // text here keeps it from being promoted to old space with the record.
       const { status, json, refusedKey } = result;
       result.json = undefined;
-      // The key's refusal the check riding in the work made: the one error path's, floor and all.
+      // The riding key check refused: the one error path's answer, refusal floor and all.
       if (refusedKey) return void fail(req, res, keyRefusal(status === 401)).finally(() => next(false));
       if (status === 503) void fail(req, res, errors.unavailable());
       else sendSerializedEnvelope(res, status, json!);

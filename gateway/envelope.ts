@@ -9,14 +9,13 @@ export function sendEnvelope(res: Response, status: number, response: unknown, h
   writeEnvelope(res, status, status, JSON.stringify(response), headers);
 }
 
-/** A pool thread's answer, its `response` serialised there (domain/requests.ts SerializedResult). */
+/** A pool thread's answer, its `response` serialised there. */
 export function sendSerializedEnvelope(res: Response, status: number, responseJson: string | undefined): void {
   writeEnvelope(res, status, status, responseJson, {});
 }
 
 function writeEnvelope(res: Response, status: number, code: number | string, responseJson: string | undefined, headers: Record<string, string>): void {
-  // The same text JSON.stringify({ code, title, response }) writes, with `response` already
-  // serialised (and, like it, no `response` member when there is nothing to serialise).
+  // What JSON.stringify({ code, title, response }) writes, with `response` already serialised.
   const response = responseJson === undefined ? '' : `,"response":${responseJson}`;
   const body = `{"code":${JSON.stringify(code)},"title":${JSON.stringify(TITLES[status] ?? 'Error')}${response}}`;
   res.sendRaw(status, body, {
@@ -37,10 +36,7 @@ export function sendError(res: Response, err: ApiError): void {
 /** How long a socket answered directly may take to hand its answer to the peer before it is destroyed. */
 const SOCKET_ANSWER_LINGER_MS = 1000;
 
-/**
- * For what never becomes a request restify sees (malformed HTTP, a timeout, CONNECT): the
- * envelope written straight to the socket, which is then destroyed, never left half-closed.
- */
+/** For what restify never sees (malformed HTTP, a timeout): written to the socket, then destroyed. */
 export function sendEnvelopeOnSocket(socket: Duplex, err: ApiError, headers: Readonly<Record<string, string>>): void {
   // A peer that resets mid-write must not become an unhandled 'error' that ends the process.
   socket.on('error', () => socket.destroy());
@@ -55,16 +51,11 @@ export function sendEnvelopeOnSocket(socket: Duplex, err: ApiError, headers: Rea
     '',
     body,
   ].join('\r\n'));
-  // end() alone waits for the peer to read and to close its side; a peer that never does would
-  // hold the descriptor for good.
+  // end() waits for the peer to close its side; one that never does would hold the descriptor.
   setTimeout(() => socket.destroy(), SOCKET_ANSWER_LINGER_MS).unref();
 }
 
-/**
- * For a request Node parsed but restify cannot take (client-errors.ts): the same answer on its
- * response, so that it keeps its place after the connection's earlier answers; then the connection
- * closes.
- */
+/** For a request restify cannot take: on its response, so it keeps its place among pipelined answers. */
 export function sendEnvelopeBeforeRestify(res: ServerResponse, err: ApiError, headers: Readonly<Record<string, string>>): void {
   const body = errorBody(err);
   res.writeHead(err.status, TITLES[err.status], closingHeaders(body, headers));

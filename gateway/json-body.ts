@@ -1,7 +1,6 @@
-// Step 8: a POST or PATCH body must be a JSON object; an empty one counts as {}. Two more things
-// are refused here, once for every endpoint, because nothing downstream can hold them: nesting
-// deeper than any request needs (copying it to a worker thread would overflow the stack), and
-// text PostgreSQL cannot store (U+0000) or that is not Unicode at all (lone surrogates).
+// Step 8: a POST or PATCH body must be a JSON object; empty counts as {}. Also refused, as nothing
+// downstream can hold them: deep nesting (copying it to a thread would overflow the stack) and text
+// PostgreSQL cannot store (U+0000, lone surrogates).
 import { errors } from '../domain/errors.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

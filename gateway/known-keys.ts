@@ -1,10 +1,5 @@
-// The keys this web process has seen authenticate, by the SHA-256 of their secret: a known key
-// costs no lookup of its own. Whether it is still usable is checked where its request reaches
-// the database anyway (domain/key-check.ts); a refusal the gateway makes itself (an unknown
-// path, a missing scope, a body that is not JSON) waits for that check on its own round trip
-// (refusals.ts), so a key revoked or disabled through any process is refused first, on its very
-// next call.
-// Bounded: past the bound the key remembered longest ago is forgotten (and looked up again).
+// Keys this process has seen authenticate, by their secret's SHA-256, so a known key costs no lookup;
+// it is checked where its request reaches the database anyway (domain/key-check.ts). LRU-bounded.
 import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import type { CallerKey } from '../domain/requests.ts';
 import type { Database } from '../lib/pool.ts';

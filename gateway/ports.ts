@@ -1,6 +1,5 @@
-// The two listeners' ports, checked before anything else starts (the embedded database, release,
-// the workers): a port already taken is one line naming it and the variable that moves it, not
-// an EADDRINUSE stack after half the service has started (bin/lifecycle.ts prints it).
+// The listeners' ports, checked before anything else starts: a taken port is one line naming the
+// variable that moves it, not an EADDRINUSE stack after half the service has started.
 import { createServer, type Server } from 'node:net';
 import type { Config } from '../lib/config.ts';
 import { StartupError } from '../lib/startup-error.ts';
@@ -27,10 +26,7 @@ function bind(host: string, port: number): Promise<Server> {
   });
 }
 
-/**
- * Binds PORT and HTTP_PORT for a moment, both at once (so the two set to one port is caught too),
- * then lets them go for the gateway. Port 0 (any free port) is not checked.
- */
+/** Binds both ports at once for a moment (catching the two set equal); port 0 is not checked. */
 export async function checkListenPorts(config: Config): Promise<void> {
   const held: Server[] = [];
   try {

@@ -1,6 +1,5 @@
 // Step 1: plain HTTP answers 301 to the same path and query on the HTTPS origin, body unread.
-// The origin is the configured public one (PUBLIC_URL), never the request's Host header, which
-// the client chooses.
+// The origin is configured, never the client-chosen Host header.
 import type { Response } from 'restify';
 import { errors } from '../domain/errors.ts';
 import { lastListed } from './request-id.ts';
@@ -19,10 +18,7 @@ export function redirectAll(origin: () => string): Handler {
   };
 }
 
-/**
- * The request target's path and query. An absolute-form target (`GET https://elsewhere/x`) or
- * `OPTIONS *` gives only its path: appended as it is, it would add to the origin's host or port.
- */
+/** The target's path and query; an absolute-form target gives only its path, never a host. */
 function pathAndQuery(target = '/'): string {
   if (target.startsWith('/')) return target;
   try {
@@ -33,11 +29,7 @@ function pathAndQuery(target = '/'): string {
   }
 }
 
-/**
- * Behind a TLS-terminating proxy (TRUST_PROXY=true) the proxy says which scheme the client used:
- * the last value of X-Forwarded-Proto, the one it added or set (what comes before it, the client
- * may have sent itself).
- */
+/** Behind a trusted proxy: the last X-Forwarded-Proto (the proxy's own; earlier ones are the client's). */
 export function redirectForwardedHttp(origin: () => string): Handler {
   return function redirectProxiedHttp(req, res, next) {
     if (lastListed(req.headers['x-forwarded-proto'])?.toLowerCase() !== 'http') return next();

@@ -1,5 +1,4 @@
-// docs/reference.md: the API reference a reader learns the API from, written from the same
-// OpenAPI document the service serves (gateway/openapi.ts), so the two cannot drift apart.
+// docs/reference.md, written from the OpenAPI document the service serves, so the two cannot drift.
 import { openApiDocument } from './openapi.ts';
 import { NON_BLANK } from './endpoints/schemas.ts';
 

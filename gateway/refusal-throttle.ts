@@ -1,8 +1,6 @@
-// Slows down guessing: each client address has a budget of refused authentications (a token
-// bucket holding `perMinute`, refilled at perMinute/60 a second). Past it, a key that must be
-// looked up, or a value that cannot be a secret, is refused with 429 without a lookup; a key this
-// process knows (known-keys.ts) never reaches the throttle, so an honest client behind the same
-// address keeps working.
+// Slows down guessing: each address has a token bucket of refused authentications per minute;
+// past it, lookups get 429. Keys known from memory never reach the throttle, so an honest client
+// behind the same address keeps working.
 
 /** Addresses remembered at once; past it the oldest are forgotten (they start again with a full budget). */
 const MAX_ADDRESSES = 100_000;
@@ -23,12 +21,7 @@ export class RefusalThrottle {
     this.refillPerMs = perMinute / 60_000;
   }
 
-  /**
-   * Before a lookup, or a refusal made without one (a value that cannot be a secret): takes one of
-   * the address's refusals ahead, so that lookups in flight count too (a flood over many
-   * connections cannot pass more than the budget while its lookups are running). Returns 0 when
-   * the lookup or the refusal may go ahead, else the seconds until the budget allows one more.
-   */
+  /** Takes a refusal ahead, so lookups in flight count too; 0 to go ahead, else seconds to wait. */
   admit(address: string, nowMs = Date.now()): number {
     if (this.capacity === 0) return 0;
     const bucket = this.bucketOf(address, nowMs);
@@ -37,10 +30,7 @@ export class RefusalThrottle {
     return 0;
   }
 
-  /**
-   * The lookup refused nothing: it found the key usable, or could not be made (the database
-   * away). The refusal taken ahead is given back.
-   */
+  /** The lookup refused nothing (key usable, or database away): the refusal taken ahead is given back. */
   giveBack(address: string, nowMs = Date.now()): void {
     if (this.capacity > 0) this.bucketOf(address, nowMs).tokens += 1;
   }

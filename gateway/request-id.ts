@@ -18,11 +18,7 @@ export function requestId(trustProxy: boolean): Handler {
   };
 }
 
-/**
- * The client's address: the peer's, or behind a trusted proxy the last address of X-Forwarded-For,
- * the one that proxy added: what comes before it the client sent itself and may make up (one
- * address per request would pass every per-address bound).
- */
+/** The peer, or behind a trusted proxy the last X-Forwarded-For (earlier ones are the client's to forge). */
 export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
   const peer = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
   if (!trustProxy) return peer;

@@ -1,5 +1,4 @@
-// Headers every answer carries: nothing cached (the API answers secrets and per-key data), no
-// content sniffing, and on the HTTPS listener HSTS, so a client never tries plain HTTP again.
+// Headers on every answer: no caching (answers hold secrets), no sniffing, and HSTS on HTTPS.
 import type { Handler } from './types.ts';
 
 /** One year, the figure browsers' preload lists ask for; subdomains are the operator's call. */

@@ -1,5 +1,5 @@
-// The web process: the HTTPS gateway (checks in the order decisions.md gives), the plain-HTTP
-// redirect listener, and the worker pool the gateway hands each request to.
+// The web process: the HTTPS gateway (its checks in a fixed order), the plain-HTTP redirect
+// listener, and the worker pool the gateway hands requests to.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -42,10 +42,7 @@ export interface Gateway {
 const CLOSE_GRACE_MS = 8000;
 const IDLE_SWEEP_MS = 100;
 const MAX_PATH_PARAM_CHARS = 16_384;
-/**
- * How often Node looks for requests past their head or body timeout (its default is 30 s, which
- * let a 10 s timeout fire anywhere up to 40 s).
- */
+/** How often Node checks head and body timeouts; its default lets a timeout fire far too late. */
 const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 const STANDARD_HTTPS_PORT = 443;
 
@@ -109,13 +106,11 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     log: log as never,
     httpsServerOptions: {
       cert: tls.cert, key: tls.key, handshakeTimeout: config.tlsHandshakeTimeoutMs,
-      // Node offers http/1.1 alone, so a client asking for http/1.0 (curl --http1.0) was refused in
-      // the handshake, though its requests are served.
+      // Node offers only http/1.1; an http/1.0 client would be refused in the handshake.
       ALPNProtocols: ['http/1.1', 'http/1.0'],
     },
     handleUncaughtExceptions: false,
-    // find-my-way stops matching a parameter past 100 characters by default, which would turn an
-    // over-long id on a known path into the unknown-path 404; Node's header limit bounds it anyway.
+    // find-my-way's default (100 chars) would turn an over-long id into the unknown-path 404.
     maxParamLength: MAX_PATH_PARAM_CHARS,
   } as restify.ServerOptions);
   logRequests(server, log);
@@ -128,8 +123,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     if (stopping) res.setHeader('Connection', 'close');
     next();
   };
-  // The request's arrival on the monotonic clock, to the microsecond: what a key's refusal floor
-  // (refusals.ts) and the request log's duration count from.
+  // Arrival on the monotonic clock: the refusal floor and the logged duration count from it.
   const markArrival: Handler = function markArrival(req, _res, next) {
     req.arrivedMs = performance.now();
     next();
@@ -192,8 +186,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
         new Promise<void>((resolve) => server.close(() => resolve())),
         new Promise<void>((resolve) => redirect.close(() => resolve())),
       ]);
-      // Keep-alive connections with nothing in flight would hold close() open; a connection
-      // whose request is in flight becomes idle once answered, so this repeats until closed.
+      // Idle keep-alive connections hold close() open; busy ones become idle, so this repeats.
       const closeIdle = () => {
         server.server.closeIdleConnections();
         redirect.server.closeIdleConnections();

@@ -1,5 +1,5 @@
-// What an endpoint is: one typed declaration from which the router, the scope check, the pool
-// thread's lookup and the OpenAPI document are all derived (registry.ts).
+// An endpoint: one typed declaration from which the router, the scope check, the pool thread's
+// lookup and the OpenAPI document are all derived.
 import type { ApiError } from '../../domain/errors.ts';
 import type { StreamQuery } from '../../domain/events.ts';
 import type { DomainRequest, DomainResult } from '../../domain/requests.ts';
@@ -11,12 +11,7 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
-/**
- * A failure an endpoint can answer: an entry of the error table (domain/errors.ts), or, for a
- * message that names what was sent, its status and a pattern of the message. The pattern is
- * JSON Schema's (ECMA-262, no flags), where `.` matches no line break: what was sent may hold
- * one, so its place in the message is `[\s\S]*`.
- */
+/** An error-table entry, or a status and message pattern (echoed input as `[\s\S]*`: `.` skips newlines). */
 export type ErrorDoc = (() => ApiError) | { status: number; pattern: string; example: string };
 
 interface Declaration {
@@ -52,20 +47,13 @@ export interface InlineEndpoint<Response = unknown> extends Declaration {
   handler: (db: Database, req: DomainRequest) => Promise<DomainResult<Response>>;
 }
 
-/**
- * Reserved: authenticated and scope-checked, then always the one answer. A path of api.md 4.4
- * not built yet (501), or a reserved identifier an operation cannot take (`DELETE
- * /v1/key/current`).
- */
+/** Authenticated and scope-checked, then one fixed answer (a 501, or `DELETE /v1/key/current`). */
 export interface ReservedEndpoint extends Declaration {
   runs: 'reserved';
   answer: () => ApiError;
 }
 
-/**
- * A stream of Server-Sent Events, held open by the gateway (gateway/event-streams.ts): `parse`
- * checks the request before any stream starts, so its failures answer in the envelope.
- */
+/** Server-Sent Events held open by the gateway; `parse` runs first, so its failures use the envelope. */
 export interface StreamEndpoint extends Declaration {
   runs: 'stream';
   /** Headers the endpoint reads, for the OpenAPI document. */

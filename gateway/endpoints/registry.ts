@@ -1,6 +1,5 @@
-// The one endpoint registry: every endpoint of the API, by name. The router and its scope checks
-// (gateway/server.ts), the pool thread's lookup (gateway/pool-thread/task.ts) and the OpenAPI document
-// (gateway/openapi.ts) are all derived from it. Adding an endpoint is adding its module here.
+// Every endpoint of the API, by name: the router, scope checks, pool thread lookup and OpenAPI
+// document derive from it. Adding an endpoint is adding its module here.
 import { appCreate } from './app-create.ts';
 import { appDelete } from './app-delete.ts';
 import { appGet } from './app-get.ts';

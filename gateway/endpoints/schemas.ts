@@ -1,6 +1,5 @@
-// JSON Schemas of what the API answers (api.md section 2), shared by the endpoints' declarations.
-// Strict: a member the contract does not name is a fault, so every test that validates a
-// response against the OpenAPI document (test/support/openapi-check.ts) catches it.
+// JSON Schemas of what the API answers, shared by the endpoints' declarations. Strict, so a test
+// validating a response against the OpenAPI document catches any member the contract does not name.
 import { EVENT_TYPES } from '../../domain/jobs.ts';
 import type { JsonSchema } from './endpoint.ts';
 
@@ -134,14 +133,11 @@ export const SCHEMAS: Record<string, JsonSchema> = {
   }),
 };
 
-/** Query parameters of the paged lists (decisions.md, "Lists"). */
+/** Query parameters of the paged lists. */
 export const PAGING = {
   limit: { type: 'integer', minimum: 1, maximum: 100, default: 20, description: 'Page size.' },
   offset: { type: 'integer', minimum: 0, default: 0, description: 'Records to skip, newest first.' },
 } as const;
 
-/**
- * A text that is not blank: a JSON Schema pattern is unanchored, so this asks for one character
- * that is not white space (ECMA-262's \s, the set JavaScript's trim() removes, as the service does).
- */
+/** Not blank: an unanchored pattern asking for one non-space character (\s is what trim() removes). */
 export const NON_BLANK = '\\S';

@@ -1,6 +1,5 @@
-// The pool thread of `web` (piscina): runs one endpoint's handler per task, looked up in the
-// endpoint registry by its typed name, and answers with { status, json }. Every failure becomes
-// a result here, so the gateway only ever relays what comes back.
+// The `web` pool thread: runs one endpoint's handler per task and answers { status, json }. Every
+// failure becomes a result here, so the gateway only relays what comes back.
 import { workerData } from 'node:worker_threads';
 import { ApiError, errors, isDatabaseUnavailable } from '../../domain/errors.ts';
 import { KeyRefusal, withKeyCheck } from '../../domain/key-check.ts';
