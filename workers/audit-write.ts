@@ -1,7 +1,5 @@
-// `audit.write`: one job per change, as changes handed their events over before audit_outbox
-// (sql/migrations/0007); kept so that jobs still queued at an upgrade, or sent by a web process of
-// the earlier release while they roll over, are written. The worker inserts the events, a batch per
-// statement, idempotently by event id.
+// `audit.write`: one job per change, as older releases handed events over; kept so jobs queued at
+// an upgrade, or sent by old web processes during a rollover, are still written (idempotently).
 import { writeEventsApart } from '../domain/audit.ts';
 import { QUICK_JOB } from '../lib/jobs.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
@@ -12,7 +10,7 @@ const AUDIT_CONCURRENCY = 2;
 
 export const auditWrite: JobQueue<'audit.write'> = {
   name: 'audit.write',
-  // Woken after the change committed (lib/jobs.ts wakeWorkers), not by a NOTIFY in its transaction.
+  // Woken after the change committed (wakeWorkers), not by a NOTIFY in its transaction.
   options: { ...QUICK_JOB, notify: false },
   fetch: { ...FETCHING, batchSize: AUDIT_BATCH_SIZE, localConcurrency: AUDIT_CONCURRENCY },
   async handle(services, jobs) {

@@ -1,5 +1,5 @@
-// `key.expire`: every minute, keys past expires_at are marked `expired`, each with its
-// `key.expired` event (the authentication reads them as expired from that second anyway).
+// `key.expire`: every minute, keys past expires_at are marked `expired` with their event
+// (authentication treats them as expired from that second anyway).
 import { expireDueKeys } from '../domain/keys.ts';
 import type { JobQueue } from './queue.ts';
 

@@ -1,5 +1,4 @@
-// Every job queue, by name: `release` creates them, the worker runs them. A queue domain/jobs.ts
-// names without a module here (or the other way round) fails the type check.
+// Every job queue, by name. A queue named in domain/jobs.ts without a module here fails the type check.
 import type { QueueName } from '../domain/jobs.ts';
 import { appTotals } from './app-totals.ts';
 import { auditCheckpoint } from './audit-checkpoint.ts';

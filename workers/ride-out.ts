@@ -4,15 +4,9 @@ import { isDatabaseUnavailable } from '../domain/errors.ts';
 import { JOB_EXPIRE_SECONDS } from '../lib/jobs.ts';
 
 /**
- * A handler that fails while the database is away cannot record its failure either (that needs the
- * database too), so its jobs stay `active` until expireInSeconds and the supervisor's next pass: half
- * a minute and more of events missing after the database came back in a second. Retrying inside the
- * handler keeps the claim and settles the jobs the moment the database answers. Only for work that
- * is safe to repeat (every handler here is idempotent).
- *
- * A batch's retries share one deadline, RIDE_OUT_MS after it started: no try starts after it, and
- * the last one ends within the connect and statement timeouts (2 s + 5 s by default), well inside
- * the job's expiry, so the claim is still this worker's when it settles.
+ * A handler failing while the database is away cannot record its failure either, so it retries
+ * (handlers are idempotent). The deadline leaves room for the last try's timeouts inside the job's
+ * expiry, so the claim is still this worker's when it settles.
  */
 export const RIDE_OUT_MS = (JOB_EXPIRE_SECONDS - 12) * 1000;
 const FIRST_DELAY_MS = 100;

@@ -6,11 +6,7 @@ import { FETCHING, type JobQueue } from './queue.ts';
 
 const RUN_BATCH_SIZE = 20;
 
-/**
- * A report naming an app or a project that does not exist fails the runs table's foreign keys; no
- * retry can store it (apps and projects are never removed, only marked), so it is dropped like a
- * malformed one instead of holding back its batch. Any other failure is thrown, and retried.
- */
+/** A report naming a missing app or project can never be stored: dropped, not retried. */
 const namesNoSuchRecord = (err: unknown) => {
   const { code, table } = (err ?? {}) as { code?: unknown; table?: unknown };
   // The runs table's own keys only: pg-boss's deferred keys fail with the same code at COMMIT.

@@ -24,11 +24,8 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
   const stopping = new AbortController();
 
   /**
-   * The batch's work, then its completion, waiting out an outage within one deadline. pg-boss
-   * completes the batch itself once the handler returns, but a completion lost with the connection
-   * leaves the jobs active until their expiry (half a minute of events missing): settled here it is
-   * retried, and pg-boss's own then finds nothing left to do. Fenced by attempt, so only this claim
-   * is settled. The retries stop when the worker stops or pg-boss gives up on the batch.
+   * The batch's work, then its completion, riding out an outage: a lost completion would leave the
+   * jobs active until expiry. Fenced by attempt, so only this claim is settled.
    */
   const work = <N extends QueueName>(queue: JobQueue<N>) => boss.work<JobPayloads[N]>(queue.name, queue.fetch, async (jobs) => {
     const ended = AbortSignal.any([stopping.signal, ...jobs.map((job) => job.signal)]);
