@@ -1,13 +1,11 @@
--- The audit trail in order, attributed and chained (README, "The audit trail"):
---  sequence  the project's running number, from 1, no gaps, given by the audit writer under the
---            project's chain row lock, so the numbers follow the order the writes commit;
+-- The audit trail in order, attributed and chained:
+--  sequence  the project's running number from 1, no gaps, given under the chain row's lock;
 --  actor_id  the key that made an API change (null for the workspace and the service itself);
 --  hash      hex SHA-256 of the previous event's hash and the event's RFC 8785 JSON.
 -- project_event_counts becomes the chain's head: `total` is the last sequence, `last_hash` its hash.
 ALTER TABLE events ADD COLUMN sequence bigint, ADD COLUMN actor_id text, ADD COLUMN hash text;
 
--- Events written before: numbered in the order they were made; `release` hashes them
--- (domain/audit-chain.ts backfillChains) before any process writes another.
+-- Existing events: numbered in the order they were made; `release` hashes them (backfillChains).
 UPDATE events e SET sequence = n.sequence
 FROM (SELECT id, row_number() OVER (PARTITION BY project_id ORDER BY created_at, id) AS sequence FROM events) n
 WHERE n.id = e.id;

@@ -1,9 +1,6 @@
--- The one definition of "this key authenticates": not revoked, its project and its consumer
--- active. An expired key is in it too (status 'expired'): it is refused with its own 401. The
--- lookup by the secret's hash (key_authenticate.sql) and the checks of a key a web process knows
--- from memory (key_caller.sql, key_check.sql, sql/templates/) all read it; a view, so that the
--- planner folds it into each statement. api_key_view gains the hash (at its end, as CREATE OR
--- REPLACE VIEW requires), so that this view reads api_keys once.
+-- The one definition of "this key authenticates": not revoked, project and consumer active
+-- (expired keys included, refused with their own 401). A view, so the planner folds it into each
+-- statement. api_key_view gains the hash at its end (as CREATE OR REPLACE VIEW requires).
 CREATE OR REPLACE VIEW api_key_view AS
 SELECT
   k.id,

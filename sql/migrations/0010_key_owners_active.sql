@@ -1,18 +1,8 @@
--- A key's check reads one row. "This key authenticates" needed its project's and its consumer's
--- status too: the view api_key_usable joined three tables on every check, the check that rides in
--- every request of a key the web knows (GET /v1/key/current is that read alone). Keys are checked
--- far more often than a project or a consumer is disabled, so the key row keeps whether both are
--- active (owners_active), and the disable writes it to the keys it touches.
--- Projects and consumers are only ever disabled (there is no enable), so owners_active only ever
--- turns false. A key inserted while its project or consumer is being disabled must not keep true:
--- the insert takes a share lock on both rows, so a disable either waits for the key's commit (and
--- its update, a statement of its own, then sees the key) or has committed already (and the insert
--- reads 'disabled').
--- Revoked keys are refused whatever their owners, so a disable leaves them as they are (and finds
--- the others through the project's partial index of unrevoked keys).
--- The migration may run while processes of the release before it serve: no project or consumer
--- may be disabled between the backfill and the triggers, or its keys would keep true. Locked
--- first, before api_keys, in the order a project's creation takes them.
+-- A key's check reads one row: keys are checked far more often than owners are disabled, so the
+-- key row keeps owners_active, which a disable (there is no enable) turns false. A key inserted
+-- during a disable share-locks both owners, so the disable either waits and then sees it, or has
+-- committed and the insert reads 'disabled'. Locked first (in a project creation's order) so no
+-- disable slips between the backfill and the triggers while the old release serves.
 LOCK TABLE consumers, projects IN SHARE ROW EXCLUSIVE MODE;
 
 ALTER TABLE api_keys ADD COLUMN owners_active boolean NOT NULL DEFAULT true;

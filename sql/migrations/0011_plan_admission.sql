@@ -1,10 +1,7 @@
--- An app creation takes the project's plan row last, in its COMMIT's own message, after its app and
--- its event are written (domain/apps.ts createApp): every creation of a project queues on that row,
--- so it is held for the count and the commit, and for no round trip to the service. Each statement
--- of a VOLATILE function takes a fresh snapshot, so the count, begun after the lock was granted,
--- sees every creation that held it before (a statement with the lock in it would count from before
--- the wait). A refusal is an error with the service's own SQLSTATE (lib/sqlstate.ts), so that it
--- rolls the transaction back before its COMMIT runs.
+-- An app creation locks the project's plan row last, in its COMMIT's message, so it is held for no
+-- round trip. Each statement of a VOLATILE function takes a fresh snapshot, so the count, begun
+-- after the lock, sees every creation that held it before. A refusal raises the service's own
+-- SQLSTATE, rolling the transaction back before its COMMIT runs.
 CREATE FUNCTION plan_admission(project text) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   plan plans%ROWTYPE;
@@ -21,10 +18,8 @@ BEGIN
 END
 $$;
 
--- An app's count moves when its transaction commits (a deferred trigger), not when its row is
--- written: a creation queueing on the plan row then holds no row of project_counts, which key
--- changes and app deletions of the project share (sql/migrations/0003), and the count above is of
--- committed apps only, the caller's own not among them.
+-- An app's count moves at commit (a deferred trigger): a creation queueing on the plan row holds
+-- no project_counts row (shared with the project's other changes), and counts committed apps only.
 DROP TRIGGER apps_count ON apps;
 CREATE CONSTRAINT TRIGGER apps_count AFTER INSERT OR UPDATE OF deleted_at ON apps
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION count_project_apps();

@@ -1,9 +1,6 @@
--- Each event's JSON as the API answers it (domain/events.ts eventView, `hash` included), written
--- once with the event by the audit writer. An event never changes after it is written, so the
--- feed, a lookup and the streams send it as stored instead of building it again for every reader.
--- Rows of before this column get theirs from release (domain/audit-chain.ts backfillChains)
--- before any writer runs. NOT VALID: the check holds for every row written from now on, so a
--- writer of an older build fails (and its batch is retried) instead of writing an event without it.
+-- Each event's JSON as the API answers it, written once with the event and sent as stored.
+-- Existing rows get theirs from release (backfillChains). NOT VALID: the check holds for rows
+-- written from now on, so an older writer fails (and retries) rather than omit it.
 ALTER TABLE events ADD COLUMN body text;
 ALTER TABLE events ADD CONSTRAINT events_body_written CHECK (body IS NOT NULL) NOT VALID;
 

@@ -1,20 +1,8 @@
--- A change made with a key commits before that key's revocation, or its project's or consumer's
--- disable, commits; or it waits for it and is refused. The check that rides in a change's BEGIN
--- read the key without a lock, so a change checked just before a revocation could commit just
--- after it: keys minted by a key already revoked, two keys revoking each other both answered 200.
---
--- A change holds its key, project and consumer in shared advisory locks (from its check to its
--- end); a revocation holds its key, a disable its project or consumer, exclusively. So a
--- revocation or a disable waits for the changes in flight, and a change checked after it began
--- waits for it and then reads the key as it left it. Advisory locks rather than row locks: every
--- change of a project would otherwise share-lock the same key row (a new multixact and a WAL
--- record each time), and the locks are taken before any row, so a disable cannot wait on a row
--- a change holds while that change waits on the disable. Two changes that each revoke the other's
--- key wait on each other: PostgreSQL aborts one (a deadlock) and the service runs it again,
--- when its key is found revoked (domain/services.ts change).
---
--- The two-integer advisory locks, apart from the one-bigint ones the audit drain and pg-boss
--- take; the first integer names what is locked.
+-- A change made with a key commits before that key's revocation (or its owners' disable), or waits
+-- and is refused: it holds key, project and consumer in shared advisory locks, which a revocation
+-- or disable takes exclusively. Advisory, not row locks: no multixact per change, and taken before
+-- any row, so a disable cannot deadlock on a row. Two keys revoking each other do deadlock; the
+-- service retries one. Two-integer locks, apart from pg-boss's; the first integer is the kind.
 CREATE FUNCTION change_lock_class(kind text) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE kind WHEN 'key' THEN 1801 WHEN 'project' THEN 1802 WHEN 'consumer' THEN 1803 END
 $$;

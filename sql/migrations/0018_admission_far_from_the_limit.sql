@@ -1,31 +1,15 @@
--- The plan's admission without a queue while the project is far from its app limit. Until now
--- every creation of a project locked its plan row (sql/migrations/0011) and held it through its
--- commit's WAL flush, so a project's creations committed one flush at a time.
---
--- Now a creation holds its project's admission lock, an advisory lock (class 1804 beside the
--- change locks of sql/migrations/0014), from its count to its end:
--- - shared, while the committed apps plus every creation that could be in flight stay within
---   the limit: no more transactions can be open at once than the server has backends and
---   prepared transactions, so whatever those in flight commit, the limit holds, and creations
---   that hold it shared never wait on each other;
--- - exclusively, nearer the limit: it waits for every creation in flight, then counts what they
---   committed, exactly as the plan row did.
--- A creation that finds itself near the limit while holding the lock shared gives it back (the
--- inner block's rollback releases what it took) and asks again exclusively: two creations that
--- each held it shared and waited for the other to let go would deadlock.
--- The plan is read under that lock, and a plan's change takes it exclusively (plans_hold_admission
--- below): a change of the plan waits for the creations in flight, and a creation after it reads
--- the plan it left. On every UPDATE of plans, whatever makes it: one lock per plan changed, so an
--- UPDATE of thousands of plans at once wants max_locks_per_transaction raised, or batches.
+-- The plan's admission without a queue far from the app limit. A creation holds the project's
+-- advisory admission lock shared while committed apps plus every possibly open transaction fit the
+-- limit, else exclusively (waiting for those in flight, then counting). Near the limit a shared
+-- holder lets go (the inner block's rollback) before asking exclusively, or two would deadlock.
+-- A plan UPDATE takes it exclusively, one lock per plan (raise max_locks_per_transaction or batch).
 
 CREATE OR REPLACE FUNCTION change_lock_class(kind text) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE kind WHEN 'key' THEN 1801 WHEN 'project' THEN 1802 WHEN 'consumer' THEN 1803 WHEN 'admission' THEN 1804 END
 $$;
 
--- Every backend that could hold a creation in flight: client connections, background workers,
--- WAL senders (a logical replication connection runs SQL too, outside max_connections) and
--- prepared transactions. 418 on the embedded server; 118 with PostgreSQL's defaults, so a plan
--- of the default 100 apps always takes the exclusive way, as every creation did before.
+-- Every backend that could hold a creation in flight (WAL senders too: logical replication runs
+-- SQL). With PostgreSQL's defaults a plan of 100 apps always takes the exclusive way.
 CREATE FUNCTION transactions_at_most() RETURNS bigint LANGUAGE sql STABLE AS $$
   SELECT current_setting('max_connections')::bigint + current_setting('max_worker_processes')::bigint
          + current_setting('max_wal_senders')::bigint + current_setting('max_prepared_transactions')::bigint

@@ -1,12 +1,8 @@
--- A project's feed page is kept by each web process with the version of its counter row in
--- project_event_counts (domain/feed-pages.ts), which every writer of events moves in the same
--- transaction (event_chain_lock.sql). An UPDATE or DELETE of events by any other hand (an operator
--- redacting a detail, a future migration, a test) moves the rows of the projects it touched too,
--- and a TRUNCATE every row, so no web process keeps answering a page the table no longer holds.
--- Statement-level: the drain's inserts do not fire it, and a statement pays once, not per row.
+-- Web processes keep a project's feed page by its counter row's version, which every writer of
+-- events moves. An UPDATE, DELETE or TRUNCATE of events by any other hand moves it too, so no
+-- process keeps a page the table no longer holds. Statement-level: a statement pays once.
 
--- The version itself, of a counter row's xmin, total and head (event_list_version.sql, event_list.sql):
--- a transaction id alone could come again after a restore or a failover. Inlined where it is read.
+-- The version: a counter row's xmin, total and head (an xid alone could recur after a restore).
 CREATE FUNCTION feed_version(row_xmin xid, total bigint, last_hash text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
   SELECT row_xmin::text || ':' || total || ':' || coalesce(last_hash, '')
 $$;
