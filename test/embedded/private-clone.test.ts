@@ -1,13 +1,7 @@
-// Issue 13: as root, a checkout under a private directory (0700, as `mktemp -d` makes it and as
-// root's home is) runs its embedded PostgreSQL with the data in its own ./.data/pg. The server runs
-// as the user postgres, which cannot pass through that directory: lib/embedded-programs.ts runs it from
-// root's copy of the binaries, inside its data directory. The test makes such a clone (the
-// service's files, node_modules hard-linked as `npm ci` would have filled it), then, with
-// DATA_DIR left at its default:
-//  - the workspace command line makes the cluster, migrates, creates a project and stops it;
-//  - a web process starts it again; the command line, run meanwhile, finds and shares it;
-//  - a query shows both changes; the server runs as postgres, in the clone's .data/pg;
-//  - SIGTERM to the web process stops PostgreSQL too.
+// As root, a checkout under a private (0700) directory runs its embedded PostgreSQL as the user
+// postgres from root's copy of the binaries, data in its own .data/pg. On such a clone: the CLI
+// makes the cluster and stops it; a web process starts it again and the CLI shares it meanwhile;
+// both changes show, the server runs as postgres; SIGTERM to web stops PostgreSQL too.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync } from 'node:fs';

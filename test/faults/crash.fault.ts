@@ -1,9 +1,6 @@
-// Crashes (decisions.md "Events", "Running it"): the Procfile's `worker` and `web` processes are
-// killed -9 at random moments, over and over, under a steady stream of concurrent changes. Every
-// committed change must still have exactly one event, no change that did not commit may have one,
-// and no job may be left stuck. All the while, clients follow each project's event stream over two
-// web processes (the one killed and one left alone), reconnecting by Last-Event-ID whenever their
-// connection drops: each must end up holding its project's events 1..N exactly once, in order.
+// Crashes: `worker` and `web` are killed -9 at random moments under a steady stream of changes.
+// Every committed change has exactly one event, no uncommitted one has any, no job is left stuck,
+// and stream followers over two web processes end up with each project's events 1..N exactly once.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { recordFigure } from '../support/figures.ts';

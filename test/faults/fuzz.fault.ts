@@ -1,22 +1,8 @@
-// Property-based fuzzing of the whole HTTPS surface (fast-check): hostile JSON bodies for every
-// endpoint, raw bodies that are not JSON, junk query strings (the event stream's among them),
-// hostile path parameters and Authorization headers, over real HTTPS against one service holding
-// two projects (A and B). A stream that starts is closed once its head has come.
-//
-// Properties of every response (api.md sections 1, 5, 7 and decisions.md):
-//  - never a 500 or 503; always the envelope {code, title, response} with code = HTTP status
-//    (the gateway 404 alone has code "404"), title = the status's title, a message string on
-//    failure and that message one the contract names, with the status the contract gives it;
-//  - a key secret appears only in the 201 of POST /v1/key, and only the secret just created;
-//    no SHA-256 of a secret appears at all;
-//  - a response to a key of one project holds no identifier of another project's records,
-//    except an activated public app (its id, logo file and data fields; never its instructions).
-// After the run: nothing the fuzz sent changed another project's records, every change has its
-// audit event, no stream failed to read its events, and the service log holds no secret, no
-// secret hash and no `Bearer ` value.
-//
-// Reproduce a run: FUZZ_SEED=<seed printed in the figures> npm run test:faults -- test/faults/fuzz.fault.ts
-// (each counterexample also prints fast-check's own seed and path). FUZZ_SCALE=0.1 runs a tenth.
+// Property-based fuzzing of the whole HTTPS surface (fast-check) against one service holding two
+// projects: every response is a contract envelope (never 500/503), leaks no secret but a new key's,
+// and names nothing of another project but an activated public app; afterwards no foreign record
+// changed, every change has its event, and the log holds no secret.
+// Reproduce: FUZZ_SEED=<seed from the figures> npm run test:faults -- test/faults/fuzz.fault.ts
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';

@@ -1,10 +1,7 @@
-// A database outage (decisions.md "Operations"): the test runs its own embedded PostgreSQL, a
-// `web` and a `worker` on it under load, and stops PostgreSQL (three times). Requests must answer 503 with
-// Retry-After within 2 s (never a hang, never a 500); /readyz 503 while /healthz stays 200. Once
-// PostgreSQL is back, the same processes (no restart) serve again, and jobs resume. All the while,
-// clients follow each project's event stream, reconnecting by Last-Event-ID whenever their
-// connection drops (503 while the database is away): each must end up holding its project's
-// events 1..N exactly once, in order.
+// A database outage under load (PostgreSQL stopped three times): requests answer 503 with
+// Retry-After within 2 s, /readyz 503 while /healthz stays 200; once it is back the same processes
+// serve and jobs resume. Stream followers reconnecting by Last-Event-ID end up holding each
+// project's events 1..N exactly once, in order.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,10 +1,6 @@
-// Graceful shutdown (bin/lifecycle.ts: SIGTERM stops the gateway, then the workers, within 10 s).
-// A `web` process told to stop while requests are in flight answers every request it accepted as
-// it would have, and exits within 10 s. A `worker` told to stop while it holds jobs finishes them
-// or hands them back: another worker then completes all of them, none lost, none twice.
-//
-// "In flight" is made certain rather than hoped for: the test holds a row lock the requests (or the
-// jobs) need, sends SIGTERM while they wait on it, and only then lets them go.
+// Graceful shutdown: a `web` told to stop answers every request it accepted and exits within 10 s;
+// a `worker` finishes or hands back its jobs, and another completes them, none lost, none twice.
+// "In flight" is made certain: a held row lock keeps them waiting while SIGTERM is sent.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertSuccess } from '../support/assertions.ts';

@@ -1,11 +1,7 @@
-// A follower of GET /v1/event/stream for the fault suite: it follows one project's stream from its
-// first event and, whenever the connection drops (the web process killed, the server ending it, a
-// 503 while a process restarts or the database is away, or the follower itself dropping it as a
-// flaky network would), pauses briefly and reconnects to any of its targets with
-// `Last-Event-ID: <last id received>`. Like an EventSource, it counts an event only once its block
-// is complete (a block cut by a drop is thrown away) and keeps every event it received, in arrival
-// order, so that a test can check the follower holds each of its project's events exactly once, in
-// order. It never throws from a socket callback: what goes wrong is written down in `problems`.
+// A follower of GET /v1/event/stream for the fault suite: whenever its connection drops it pauses
+// and reconnects with Last-Event-ID. Like an EventSource it counts only complete event blocks and
+// keeps them in arrival order, so a test can check it holds each event exactly once, in order.
+// It never throws from a socket callback: failures go to `problems`.
 import { isDeepStrictEqual } from 'node:util';
 import https from 'node:https';
 import type pg from 'pg';

@@ -1,39 +1,8 @@
-// The timing oracle (api.md section 5, README "Authentication is one indexed query ... unknown,
-// revoked and disabled keys share one code path and one answer"): a caller must not learn from
-// the time of a refusal whether a secret is unknown, belongs to a revoked key, or to a key of a
-// disabled project. All three must answer the identical 403 envelope in indistinguishable time;
-// so must a fourth: a key the process knows from memory (gateway/known-keys.ts) that was revoked
-// behind its back, whose refusal comes from the check riding in the endpoint's own read
-// (domain/key-check.ts) instead of the lookup by hash. Such a key is forgotten by its refusal,
-// so each of its calls uses another: made, called once, then revoked with the others in SQL.
-//
-// Method: one keep-alive connection, one request in flight, on a read that runs on the gateway's
-// thread (GET /v1/key/current) and on a change that runs on a pool thread (POST /v1/key). After a
-// warm-up the four kinds are called round-robin, 1,000 times each, the order rotated every round
-// so that drift (JIT, caches, autovacuum, a neighbour's load) hits all alike. A fresh unknown
-// secret is drawn for every call, so a cache of refused secrets would show as a difference.
-//
-// The known key revoked since passes the route's chain (router, scope, the endpoint's statement:
-// on a change, a thread hop there and back) before its check refuses it, where a looked-up key is
-// refused at authentication: 0.1 ms more on the read, ~0.5 ms on a change, once per key and
-// process (the refusal forgets it), telling a caller that this process accepted the key lately.
-// Every key's refusal is therefore answered no sooner than KEY_REFUSAL_FLOOR_MS after its request
-// arrived (gateway/refusals.ts), and the known key is held to the same tolerance as the others.
-//
-// Tolerance: each kind's paired difference (each round's call of that kind minus the unknown key's
-// call of the same round, so drift between rounds cancels), its median over the 1,000 rounds,
-// must stay under 15 % of what the calls take beyond the floor, or 0.1 ms, whichever is larger.
-// Not the spread of the kinds' own medians: with the floor every answer waits for a timer, whose
-// 1 ms granularity makes each distribution clumpy, and its median jumps between clumps (spreads
-// of 0.04-0.18 ms between kinds whose paired medians were 0.01-0.02 ms). Measured on the 2-core
-// test machine without the floor: a refused call takes ~0.6 ms on loopback; one database round
-// trip on the pool ~0.06 ms. The oracles worth fearing cost at least two round trips (a second
-// query or a thread hop on one branch: 0.73 ms on a change here, without the floor) or far more
-// (a password-grade hash, a sleep), so 0.1 ms catches them; 0.5 ms would be most of a whole
-// request and catch only the gross ones. The 15 % term keeps a loaded or slower machine from
-// failing for its own slowness. The kinds' medians, their spread and a sign test are recorded
-// too: a difference smaller than the tolerance but systematic shows there.
-// A valid key is measured alongside, for scale only.
+// The timing oracle: refusals of an unknown secret, a revoked key, a disabled project's key and a
+// known key revoked behind the process's back must answer the identical 403 in indistinguishable
+// time. The kinds are called round-robin, the order rotated every round, so drift hits all alike;
+// each kind's median paired difference from the unknown key must stay under the tolerance (15 % of
+// the time beyond the refusal floor, or 0.1 ms: below the cost of a second round trip).
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';

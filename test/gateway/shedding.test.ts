@@ -1,10 +1,6 @@
-// Load shedding (README, Configuration: MAX_QUEUED_TASKS): a request that would wait for the
-// database deeper than the bound is answered 503 at once, with Retry-After, whether its endpoint
-// runs on a pool thread or on the gateway's thread over the gateway's own pool (the event feed,
-// one event, key/current), which also serves the lookups of keys the process does not know. The
-// service here has no lanes (DB_LANES=0), so every statement of the feed waits for the pool's
-// connection; with lanes, its first (the page's version, domain/feed-pages.ts) rides one, and a
-// lane's own bound is test/database/lanes.test.ts's.
+// Load shedding (MAX_QUEUED_TASKS): a request that would wait for the database deeper than the bound
+// is answered 503 at once with Retry-After, on a pool thread or on the gateway's own pool. No lanes
+// here (DB_LANES=0), so every feed statement waits for the pool; lanes have their own test.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';

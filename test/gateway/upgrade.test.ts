@@ -1,10 +1,6 @@
-// A request asking to switch protocols (Upgrade: websocket, h2c) is still an HTTP request to the
-// gateway: it passes the same checks and gets the same envelope with X-Request-Id, promptly
-// (decisions.md, Operations: every response carries X-Request-Id; never a hang). A client that
-// gives up on such a request must not take the process down.
-//
-// Each request runs on a TCP socket of its own. When no answer comes the socket is reset (RST), as
-// a client giving up would, so that no half-open socket is left to hold up the service's shutdown.
+// A request asking to switch protocols (websocket, h2c) is still an HTTP request: same checks, same
+// envelope with X-Request-Id, promptly; a client giving up on it must not take the process down.
+// Each request has its own socket, reset (RST) when no answer comes so none holds up shutdown.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';

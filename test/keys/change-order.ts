@@ -1,9 +1,7 @@
-// Every change the API makes is one statement (sql/migrations/0017): its key must be checked and
-// held before the statement locks or writes any row, and checked even when the change finds
-// nothing. A probe trigger fails any write of the project's rows made by a backend that does not
-// hold the key's change lock (advisory class 1801, sql/migrations/0014) yet. Registered twice: with
-// the planner's usual choices, and with the genetic optimizer on every join (geqo_threshold 2),
-// which reorders the joins and LATERALs a statement's text cannot pin (change-order*.test.ts).
+// Every API change is one statement whose key must be checked and held before it locks or writes
+// any row. A probe trigger fails any write by a backend not yet holding the key's change lock.
+// Registered twice: with the planner's usual choices and with the genetic optimizer on every join,
+// which reorders what a statement's text cannot pin.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { appBody } from '../apps/helpers.ts';

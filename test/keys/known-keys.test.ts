@@ -1,9 +1,6 @@
-// A key the web process has seen authenticate is recognised from memory (gateway/known-keys.ts)
-// and costs no lookup of its own; its check rides in the request's own statement or transaction
-// (domain/key-check.ts). Exactness stays: a known key revoked behind this process's back (as
-// another process or the workspace would), disabled with its project or consumer, or past its
-// expires_at, is refused on its very next call, whichever answer that call would otherwise get,
-// and before it (the order of checks, decisions.md).
+// A key seen to authenticate is recognised from memory and costs no lookup; its check rides in the
+// request's own statement or transaction. A known key revoked behind the process's back, disabled
+// with its owner, or expired is still refused on its very next call, before any other answer.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { randomBytes } from 'node:crypto';
