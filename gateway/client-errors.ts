@@ -8,13 +8,9 @@ import type { Duplex } from 'node:stream';
 import type { Request } from 'restify';
 import { errors, type ApiError } from '../domain/errors.ts';
 import { sendEnvelopeBeforeRestify, sendEnvelopeOnSocket } from './envelope.ts';
+import { responseStarted, setServerOptions } from './node-http-internals.ts';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
-
-/** Whether a response has started on the socket: then nothing more can be written there. */
-function responseStarted(socket: Duplex): boolean {
-  return (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
-}
 
 function answerFor(err: Error & { code?: string }): ApiError | undefined {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return errors.requestTimeout();
@@ -38,18 +34,15 @@ export function answerClientErrors(server: Server, headers: Readonly<Record<stri
 }
 
 /**
- * restify makes each request's URL from its Host header and its target (`new URL(scheme + host +
- * target)`), and routes, authenticates and logs by that URL's path. A Host that names no host would
- * throw there, on a tick of restify's own outside any handler, and end the process (`a b`, a port
- * past 65535); one that holds a path, a query or a fragment would choose the path instead of the
- * request line (`Host: x/v1/key/current?` on `GET /healthz`). Only a host name, an IPv4 or a
- * bracketed IPv6 address, with an optional port, is taken; anything else is answered before
- * restify sees it. restify keeps the URL it parsed here on the request and does not parse again.
+ * restify makes each request's URL from its Host and target and routes, authenticates and logs by
+ * its path: a Host that names no host would throw on a tick of restify's own and end the process,
+ * and one holding a path, query or fragment would choose the path. Only a host name or an IP
+ * address, with an optional port, is taken; restify keeps the URL parsed here.
  */
 export function refuseUnusableHosts(server: Server, headers: Readonly<Record<string, string>>): void {
-  // Node's own refusal of an HTTP/1.1 request without a Host (RFC 9112 requires the 400) is a bare
-  // one, with no envelope and no request id: the request comes here instead, to the envelope's.
-  Object.assign(server, { requireHostHeader: false });
+  // Node's own 400 for an HTTP/1.1 request without a Host is a bare one, with no envelope and no
+  // request id: the request comes here instead, to the envelope's.
+  setServerOptions(server, { requireHostHeader: false });
   const listeners = server.listeners('request') as Listener[];
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
@@ -58,7 +51,7 @@ export function refuseUnusableHosts(server: Server, headers: Readonly<Record<str
   });
 }
 
-/** RFC 9110's Host: a reg-name (RFC 3986's unreserved and sub-delims), an IPv4 or bracketed IPv6 address, a port; or empty. Only HTTP/1.0 may send none. */
+/** A Host: a registered name, an IPv4 or bracketed IPv6 address, a port; or empty. Only HTTP/1.0 may send none. */
 const HOST = /^(?:[A-Za-z0-9._~!$&'()*+,;=-]+|\[[0-9A-Fa-f:.]+\])?(?::\d{0,5})?$/;
 
 function hostUsable(req: IncomingMessage): boolean {

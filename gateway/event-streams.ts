@@ -1,13 +1,8 @@
-// GET /v1/event/stream: a project's audit trail followed live as Server-Sent Events.
-//
-// One LISTEN connection per web process hears the audit writer's notice `<project>:<last
-// sequence>` (sent when its transaction commits) and one fetch per project fans the new events
-// out to every stream of that project. A stream that resumes from an older sequence first reads
-// its own way up to the project's feed, then joins it. Each stream remembers the last sequence it
-// has passed on (matching its filters or not) and passes on only what lies beyond it, so every
-// event reaches it exactly once and in order, however the fetches and its catch-up interleave.
-// Notices lost (the listener reconnecting) cost nothing but latency: once a second the heads of
-// the followed projects are read too, and the streams of keys that no longer authenticate end.
+// GET /v1/event/stream: a project's audit trail followed live as Server-Sent Events. One LISTEN
+// connection a process hears the audit writer's `<project>:<last sequence>` as it commits, and one
+// fetch a project fans the new events out to its streams; a stream resuming from further back reads
+// its own way up first. Each passes on only what lies past the last sequence it passed, so every
+// event comes once and in order; the followed heads are read each second too, for notices lost.
 import pg from 'pg';
 import type { Response } from 'restify';
 import type { StreamQuery } from '../domain/events.ts';
@@ -15,6 +10,7 @@ import { EVENTS_CHANNEL } from '../domain/audit.ts';
 import type { Config } from '../lib/config.ts';
 import { queryFile, type Queryable } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
+import { SharedBody, sharedBodyWriter, writeSharedBody } from './node-http-internals.ts';
 import type { GatewayRequest } from './types.ts';
 
 /** Events read per round trip, by a feed or a catching-up stream. */
@@ -58,37 +54,7 @@ function frame(row: StreamRow): string {
   return `id: ${row.sequence}\nevent: ${row.type_name}\ndata: ${row.body}\n\n`;
 }
 
-const CRLF = Buffer.from('\r\n', 'latin1');
-
-/** Bytes for the streams, with their chunk framing made once however many streams they go to. */
-class Wire {
-  readonly body: Buffer;
-  private framed: Buffer | undefined;
-
-  constructor(text: string) {
-    this.body = Buffer.from(text, 'utf8');
-  }
-
-  /** The body as one chunk of HTTP/1.1's chunked transfer coding. */
-  get chunk(): Buffer {
-    return this.framed ??= Buffer.concat([Buffer.from(`${this.body.length.toString(16)}\r\n`, 'latin1'), this.body, CRLF]);
-  }
-}
-
-/**
- * Writes to a stream's socket itself once its response owns the socket (its head is then queued
- * there already), in the framing its head announced: a chunk, or the bytes as they are for an
- * HTTP/1.0 client's body that the connection's end delimits. One fan-out writes to every stream,
- * and res.write would frame each write anew in four writes to a corked socket; a response still
- * queued behind another on its connection (no socket yet) takes the plain way.
- */
-function send(res: Response, wire: Wire): void {
-  const { socket } = res;
-  if (!socket) res.write(wire.body);
-  else socket.write(res.chunkedEncoding ? wire.chunk : wire.body);
-}
-
-const KEEP_ALIVE = new Wire(': keep-alive\n\n');
+const KEEP_ALIVE = new SharedBody(': keep-alive\n\n');
 
 export class EventStreams {
   private readonly feeds = new Map<string, Feed>();
@@ -140,7 +106,7 @@ export class EventStreams {
     // Stopping began meanwhile: stop() has ended the streams it knew, and no heartbeat would come.
     if (this.stopped) throw new Error('the process is stopping');
     // No Connection header: Node keeps the connection or closes it after the stream as the request
-    // asked (`Connection: close`, HTTP/1.0); naming keep-alive here overrode that.
+    // asked (`Connection: close`, HTTP/1.0); naming keep-alive here would override that.
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       // Proxies (nginx) must pass each event on at once.
@@ -227,11 +193,11 @@ export class EventStreams {
           const frames = rows.map(frame);
           const first = rows[0]!.sequence;
           const last = rows[rows.length - 1]!.sequence;
-          let all: Wire | undefined;
+          let all: SharedBody | undefined;
           for (const stream of feed.streams) {
             if (!stream.live || stream.closed) continue;
             if (!stream.types && !stream.actors && stream.position < first) {
-              send(stream.res, all ??= new Wire(frames.join('')));
+              writeSharedBody(stream.res, all ??= new SharedBody(frames.join('')));
               stream.position = last;
             } else {
               this.pass(stream, rows, frames);
@@ -264,7 +230,7 @@ export class EventStreams {
       if (stream.actors && (row.actor === null || !stream.actors.has(row.actor))) continue;
       text += frames[i];
     }
-    if (text) send(stream.res, new Wire(text));
+    if (text) writeSharedBody(stream.res, new SharedBody(text));
   }
 
   /**
@@ -285,8 +251,7 @@ export class EventStreams {
    */
   private drained(stream: Stream): Promise<boolean> {
     const { res } = stream;
-    // What send() writes to.
-    const writer = res.socket ?? res;
+    const writer = sharedBodyWriter(res);
     if (stream.closed || !writer.writableNeedDrain) return Promise.resolve(!stream.closed);
     return new Promise((resolve) => {
       const stalled = setTimeout(() => this.end(stream, true), this.stallMs);
@@ -307,7 +272,7 @@ export class EventStreams {
   }
 
   private heartbeat(): void {
-    for (const stream of this.streams) if (!this.behind(stream)) send(stream.res, KEEP_ALIVE);
+    for (const stream of this.streams) if (!this.behind(stream)) writeSharedBody(stream.res, KEEP_ALIVE);
   }
 
   /** Once a second: streams of keys that no longer authenticate end; projects behind their head fetch. */

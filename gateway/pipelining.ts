@@ -1,27 +1,14 @@
-// Backpressure for pipelined requests, per connection and per client address. Node parses every
-// request a connection sends and hands each to the application at once, however many earlier
-// answers the client has not read: one read of 64 kB can hold two thousand small requests, all
-// parsed, all in memory. Here a connection's bytes reach Node's parser in small slices, and no
-// further slice is fed while the connection has `maxUnanswered` requests unanswered (an answer
-// counts once it has been handed to the kernel, so a client that does not read its answers stops
-// being read itself). What one slice holds beyond that waits its turn; a client that somehow gets
-// far beyond it is cut off.
-//
-// A client that reads its answers as fast as they come is not slowed by that, and many such
-// connections from one address would take the whole process: each is served its share of every
-// turn of the event loop, and a turn grows with them, so an honest client elsewhere waits behind
-// them all. So a client address also has a bound on the requests it has in progress over all its
-// connections; past it, its requests wait and its connections are not read, and each answer hands
-// the address's freed place to its waiting connections in turn (round robin, so one connection
-// cannot starve the others of its address). The address is the one the rest of the gateway uses:
-// the peer's, or with TRUST_PROXY the client's that X-Forwarded-For names.
+// Backpressure for pipelined requests. Node parses all a connection sends at once, however many
+// answers its client has not read: here its parser gets small slices, none while the connection
+// has `maxUnanswered` requests unanswered (an answer counts once handed to the kernel). A client
+// address (the peer's, or with TRUST_PROXY the one X-Forwarded-For names) has a bound on requests
+// in progress over all its connections; past it they wait, and its connections are woken in turn.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import tls from 'node:tls';
+import { onParserReady, takeParserInput, type ParserFeed } from './node-http-internals.ts';
 import { clientAddress } from './request-id.ts';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
-type DataListener = (chunk: Buffer) => void;
 
 /** The most one slice can hold is 512 / 27 (the shortest request line and Host) = 18 requests. */
 const SLICE_BYTES = 512;
@@ -31,7 +18,10 @@ const WAITING_FACTOR = 4;
 export interface PaceOptions {
   /** Requests one connection may have unanswered before it is not read further. */
   maxUnanswered: number;
-  /** Requests one client address may have in progress over all its connections (0: no bound). */
+  /**
+   * Requests one client address may have in progress over all its connections (0: no bound): many
+   * connections that each read their answers at once would otherwise take the whole process.
+   */
   maxPerAddress: number;
   trustProxy: boolean;
 }
@@ -55,7 +45,7 @@ interface Pace {
   waiting: Waiting[];
   /** Bytes read but not yet given to the parser. */
   unfed: Buffer[];
-  feed: DataListener[];
+  parse: ParserFeed;
   /** The listener's own request handlers (restify's). */
   serve: Listener;
 }
@@ -124,7 +114,7 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
         slice = chunk.subarray(0, SLICE_BYTES);
         pace.unfed[0] = chunk.subarray(SLICE_BYTES);
       }
-      for (const listener of pace.feed) listener.call(socket, slice);
+      pace.parse(slice);
     }
     if (pace.unfed.length > 0 || pace.waiting.length > 0 || pace.unanswered >= maxUnanswered) socket.pause();
     else socket.resume();
@@ -208,19 +198,15 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
       for (const listener of listeners) listener.call(server, req, res);
     };
 
-    // After Node's own connection listener, which gave the socket its parser and 'data' listener.
-    server.on(server instanceof tls.Server ? 'secureConnection' : 'connection', (socket: Socket) => {
+    onParserReady(server, (socket) => {
       const pace: Pace = {
-        socket, unanswered: 0, waiting: [], unfed: [], feed: socket.listeners('data') as DataListener[], serve,
+        socket, unanswered: 0, waiting: [], unfed: [], serve,
+        parse: takeParserInput(socket, (chunk) => {
+          pace.unfed.push(chunk);
+          feed(pace);
+        }),
       };
       paces.set(socket, pace);
-      socket.removeAllListeners('data');
-      // A 'data' listener of our own makes Node read the socket through JS instead of handing it to
-      // the parser inside C++, so every chunk passes here first.
-      socket.on('data', (chunk: Buffer) => {
-        pace.unfed.push(chunk);
-        feed(pace);
-      });
       socket.once('close', () => {
         for (const { address } of pace.waiting) {
           address.blocked.delete(pace);

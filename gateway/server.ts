@@ -21,6 +21,7 @@ import { health } from './health.ts';
 import { serveOpenApi } from './openapi-route.ts';
 import { AUDIT_KEYS_PATH, serveAuditKeys } from './audit-keys-route.ts';
 import { acceptedMethods } from './method.ts';
+import { setServerOptions } from './node-http-internals.ts';
 import { requestPacer } from './pipelining.ts';
 import { listenFailure } from './ports.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
@@ -51,8 +52,7 @@ function prepareListener(server: restify.Server, config: Config, https: boolean,
   const http = server.server;
   http.headersTimeout = config.headersTimeoutMs;
   http.requestTimeout = config.requestTimeoutMs;
-  // A constructor option restify does not pass on; Node reads the property when listening starts.
-  Object.assign(http, { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.headersTimeoutMs) });
+  setServerOptions(http, { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.headersTimeoutMs) });
   answerClientErrors(http, hardenedHeaders(https));
   continueAtBodyLimit(http);
   refuseUnusableHosts(http, hardenedHeaders(https));

@@ -1,0 +1,84 @@
+// Every use the gateway makes of node:http beyond its documented API, each with why no public way
+// holds. test/gateway/node-http-internals.test.ts fails, naming this module, on a Node upgrade that
+// moves any of it.
+import type { Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex, Writable } from 'node:stream';
+import tls from 'node:tls';
+
+/** Hands bytes to a connection's HTTP parser; a request it completes is emitted before it returns. */
+export type ParserFeed = (slice: Buffer) => void;
+
+/**
+ * Calls `listener` with each connection the server takes, once Node has given it its parser: Node
+ * listens from the server's constructor on, for TLS on 'secureConnection', so it runs first.
+ */
+export function onParserReady(server: Server, listener: (socket: Socket) => void): void {
+  server.on(server instanceof tls.Server ? 'secureConnection' : 'connection', listener);
+}
+
+/**
+ * Takes a connection's bytes from its parser: they go to `onData`, and the feed returned gives the
+ * parser what it is to parse. Node parses all it reads at once (pausing the socket or a smaller
+ * highWaterMark bounds only the next read), so only its own 'data' listener, fed slices, bounds
+ * what is parsed. Another 'data' listener makes Node read the socket in JS, not inside C++.
+ */
+export function takeParserInput(socket: Socket, onData: (chunk: Buffer) => void): ParserFeed {
+  const parser = socket.listeners('data') as ((chunk: Buffer) => void)[];
+  socket.removeAllListeners('data');
+  socket.on('data', onData);
+  return (slice) => {
+    for (const listener of parser) listener.call(socket, slice);
+  };
+}
+
+/**
+ * Whether the response that has the socket has sent its head, so no other answer fits there.
+ * 'clientError' gives only the socket, and following every response to know it would cost each
+ * request for a rare error.
+ */
+export function responseStarted(socket: Duplex): boolean {
+  return (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+}
+
+/**
+ * Constructor options set on a server already made, as the properties Node reads them from (each
+ * request's Host check, the timeout checks' start when listening): restify makes its plain-HTTP
+ * server with no options.
+ */
+export function setServerOptions(server: Server, options: Pick<ServerOptions, 'requireHostHeader' | 'connectionsCheckingInterval'>): void {
+  Object.assign(server, options);
+}
+
+const CRLF = Buffer.from('\r\n', 'latin1');
+
+/** Bytes for many responses' bodies, framed as one HTTP/1.1 chunk once however many they go to. */
+export class SharedBody {
+  readonly bytes: Buffer;
+  private framed: Buffer | undefined;
+
+  constructor(text: string) {
+    this.bytes = Buffer.from(text, 'utf8');
+  }
+
+  get chunk(): Buffer {
+    return this.framed ??= Buffer.concat([Buffer.from(`${this.bytes.length.toString(16)}\r\n`, 'latin1'), this.bytes, CRLF]);
+  }
+}
+
+/**
+ * Writes a shared body to the response's socket itself once the response has it (all it wrote is
+ * queued there then), framed as its head said: a chunk, or as it is for a body the connection's end
+ * delimits. res.write would frame it anew for each response, in four writes; a response queued
+ * behind another on its connection takes that way.
+ */
+export function writeSharedBody(res: ServerResponse, body: SharedBody): void {
+  const { socket } = res;
+  if (!socket) res.write(body.bytes);
+  else socket.write(res.chunkedEncoding ? body.chunk : body.bytes);
+}
+
+/** What writeSharedBody writes to, whose 'drain' tells that a body has gone out. */
+export function sharedBodyWriter(res: ServerResponse): Writable {
+  return res.socket ?? res;
+}

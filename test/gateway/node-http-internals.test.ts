@@ -1,0 +1,186 @@
+// What gateway/node-http-internals.ts relies on inside node:http still holds on this Node: each
+// check fails naming the internal and the module, so that an upgrade that moves one says where.
+// Plain servers and raw sockets, no service and no database.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import { test } from 'node:test';
+import tls from 'node:tls';
+import {
+  onParserReady, responseStarted, setServerOptions, SharedBody, takeParserInput, writeSharedBody, type ParserFeed,
+} from '../../gateway/node-http-internals.ts';
+import { selfSigned } from '../../gateway/tls.ts';
+import { waitFor } from '../support/wait.ts';
+
+const moved = (what: string) => `node:http internals moved: ${what}; see gateway/node-http-internals.ts`;
+
+/** Listens on a free loopback port for the test's length. */
+async function listening(server: net.Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as net.AddressInfo).port;
+}
+
+async function closed(server: http.Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+}
+
+interface Exchange {
+  text: string;
+  /** Milliseconds from connecting until the server closed the connection. */
+  closedAfterMs: number;
+}
+
+/** Writes raw bytes, reads all the server sends until it closes the connection (or `timeoutMs` passes). */
+function exchange(port: number, request: string, secure = false, timeoutMs = 5000): Promise<Exchange> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const socket: net.Socket = secure
+      ? tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => socket.write(request))
+      : net.connect(port, '127.0.0.1', () => socket.write(request));
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ text: Buffer.concat(chunks).toString('latin1'), closedAfterMs: Date.now() - started });
+    });
+  });
+}
+
+const body = (text: string) => text.slice(text.indexOf('\r\n\r\n') + 4);
+
+for (const secure of [false, true]) {
+  test(`${secure ? 'https' : 'http'}: a connection's bytes reach its parser only as fed, and a request is emitted within the feed that completes it`, async () => {
+    const server = secure ? https.createServer(await selfSigned()) : http.createServer();
+    const urls: string[] = [];
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      urls.push(req.url!);
+      res.end();
+    });
+    let parserListeners = -1;
+    let parse: ParserFeed | undefined;
+    const read: Buffer[] = [];
+    onParserReady(server, (socket) => {
+      parserListeners = socket.listenerCount('data');
+      parse = takeParserInput(socket, (chunk) => read.push(chunk));
+    });
+    try {
+      const port = await listening(server);
+      const [a, b, c] = ['/a', '/b', '/c'].map((url) => `GET ${url} HTTP/1.1\r\nHost: x\r\n${url === '/c' ? 'Connection: close\r\n' : ''}\r\n`);
+      const bytes = a! + b! + c!;
+      const answered = exchange(port, bytes, secure);
+      const event = secure ? 'secureConnection' : 'connection';
+      await waitFor(() => moved('the bytes of a socket with a \'data\' listener besides its parser\'s no longer come to that listener (takeParserInput)'),
+        async () => (Buffer.concat(read).length === bytes.length || undefined));
+      assert.ok(parserListeners > 0, moved(`a socket had no 'data' listener of its parser's when '${event}' came (onParserReady, takeParserInput)`));
+      assert.deepEqual(urls, [], moved('the parser read a socket\'s bytes that were not fed to it (takeParserInput)'));
+      parse!(Buffer.from(a!));
+      assert.deepEqual(urls, ['/a'], moved('the parser\'s \'data\' listener no longer emits the request a feed completes before it returns (takeParserInput)'));
+      parse!(Buffer.from(b!.slice(0, 10)));
+      assert.deepEqual(urls, ['/a'], 'half a request is no request');
+      parse!(Buffer.from(b!.slice(10) + c!));
+      assert.deepEqual(urls, ['/a', '/b', '/c'], moved('the parser\'s \'data\' listener no longer parses a slice after an earlier one (takeParserInput)'));
+      const { text } = await answered;
+      assert.equal(text.match(/^HTTP\/1\.1 200 /gm)?.length, 3, text);
+    } finally {
+      await closed(server);
+    }
+  });
+}
+
+test('responseStarted tells a clientError whether the socket\'s response has sent its head', async () => {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.write('started');
+  });
+  const seen: boolean[] = [];
+  server.on('clientError', (_err, socket) => {
+    seen.push(responseStarted(socket));
+    socket.destroy();
+  });
+  try {
+    const port = await listening(server);
+    await exchange(port, 'NOT HTTP\r\n\r\n');
+    assert.deepEqual(seen, [false], moved('socket._httpMessage names a response on a socket that has had none (responseStarted)'));
+    await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\nNOT HTTP\r\n\r\n');
+    assert.deepEqual(seen, [false, true], moved('socket._httpMessage no longer names the response that has the socket, or its headersSent (responseStarted)'));
+  } finally {
+    await closed(server);
+  }
+});
+
+test('setServerOptions: requireHostHeader set on a server already made', async () => {
+  const server = http.createServer((_req, res) => res.end('served'));
+  setServerOptions(server, { requireHostHeader: false });
+  try {
+    const { text } = await exchange(await listening(server), 'GET / HTTP/1.1\r\nConnection: close\r\n\r\n');
+    assert.match(text, /^HTTP\/1\.1 200 /, moved(`Server.requireHostHeader set after the server is made no longer takes effect (setServerOptions); answered: ${text}`));
+  } finally {
+    await closed(server);
+  }
+});
+
+test('setServerOptions: connectionsCheckingInterval set on a server already made, before it listens', async () => {
+  const server = http.createServer((_req, res) => res.end());
+  server.headersTimeout = 100;
+  setServerOptions(server, { connectionsCheckingInterval: 50 });
+  try {
+    // Node's own default looks once every 30 s.
+    const { text, closedAfterMs } = await exchange(await listening(server), 'GET / HTTP/1.1\r\n', false, 5000);
+    assert.ok(closedAfterMs < 2000 && /^HTTP\/1\.1 408 /.test(text),
+      moved(`Server.connectionsCheckingInterval set after the server is made no longer takes effect when it listens (setServerOptions); a head past its 100 ms timeout was closed after ${closedAfterMs} ms`));
+  } finally {
+    await closed(server);
+  }
+});
+
+/** Answers `a`, then `bc` and `d` as shared bodies, the last once the response has its socket. */
+function sharedBodyServer(): { server: http.Server; queued: boolean[] } {
+  const queued: boolean[] = [];
+  const server = http.createServer((req, res) => {
+    if (req.url === '/first') return void setTimeout(() => res.end('first'), 100);
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.write('a');
+    queued.push(!res.socket);
+    writeSharedBody(res, new SharedBody('bc'));
+    const last = () => {
+      writeSharedBody(res, new SharedBody('d'));
+      res.end();
+    };
+    if (res.socket) last();
+    else res.once('socket', () => setImmediate(last));
+  });
+  return { server, queued };
+}
+
+test('writeSharedBody frames as the head announced: chunks for HTTP/1.1, the bytes as they are for HTTP/1.0', async () => {
+  const { server } = sharedBodyServer();
+  try {
+    const port = await listening(server);
+    const { text } = await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.match(text, /\r\nTransfer-Encoding: chunked\r\n/i, text);
+    assert.equal(body(text), '1\r\na\r\n2\r\nbc\r\n1\r\nd\r\n0\r\n\r\n',
+      moved('ServerResponse.chunkedEncoding no longer tells that the head announced chunks (writeSharedBody)'));
+    const old = await exchange(port, 'GET / HTTP/1.0\r\n\r\n');
+    assert.equal(body(old.text), 'abcd', moved('ServerResponse.chunkedEncoding tells chunks for a body the connection\'s end delimits (writeSharedBody)'));
+  } finally {
+    await closed(server);
+  }
+});
+
+test('writeSharedBody behind another response on the connection: what the response wrote while queued goes first', async () => {
+  const { server, queued } = sharedBodyServer();
+  try {
+    const { text } = await exchange(await listening(server),
+      'GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.deepEqual(queued, [true], 'the second response waited for the socket');
+    const second = text.slice(text.indexOf('HTTP/1.1', 1));
+    assert.equal(body(second), '1\r\na\r\n2\r\nbc\r\n1\r\nd\r\n0\r\n\r\n',
+      moved('a response given its socket no longer has all it wrote while queued written there first (writeSharedBody)'));
+  } finally {
+    await closed(server);
+  }
+});
