@@ -37,6 +37,8 @@ export class ApiError extends Error {
 
 /** Seconds a client should wait before retrying a 503. */
 export const RETRY_AFTER_SECONDS = 1;
+/** Streams free their places slowly: a client asked to wait longer than for a busy pool. */
+export const STREAMS_RETRY_AFTER_SECONDS = 5;
 
 const fail = (status: number, message: string) => () => new ApiError(status, message);
 
@@ -80,6 +82,7 @@ export const errors = {
   eventNotFound: fail(404, 'Event not found.'),
   streamAfter: fail(422, 'after must be a non-negative integer.'),
   streamUnknownType: (name: string) => new ApiError(422, `Unknown event type: ${name}.`),
+  streamsFull: () => new ApiError(503, 'Too many event streams are open. Retry later.', STREAMS_RETRY_AFTER_SECONDS),
   checkpointNotFound: fail(404, 'Checkpoint not found.'),
   checkpointSequence: fail(422, 'sequence must be a positive integer.'),
 

@@ -97,7 +97,10 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       // restify answers 500 for a chain ended before its response began: next() comes after the head.
       known.check(req).then(() => streams.open(req, res, query).then((opened) => {
         if (opened === true) releaseAddress(res);
-        else full(req, res, opened);
+        else {
+          log.warn({ requestId: req.requestId }, `${opened} full, stream refused`);
+          fail(req, res, errors.streamsFull());
+        }
       }, (err: unknown) => {
         log.warn({ requestId: req.requestId, err: errorFields(err) }, 'event stream could not open');
         if (res.headersSent) res.destroy();

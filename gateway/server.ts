@@ -5,7 +5,6 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import restify from 'restify';
 import { errors } from '../domain/errors.ts';
-import { loggablePath } from '../domain/secrets.ts';
 import type { Config } from '../lib/config.ts';
 import { openLanedDatabase } from '../lib/lanes.ts';
 import type { Logger } from '../lib/log.ts';
@@ -26,9 +25,10 @@ import { requestPacer } from './pipelining.ts';
 import { listenFailure } from './ports.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
+import { createRequestLog, type RequestLog } from './request-log.ts';
 import { hardenedHeaders, setHardenedHeaders } from './response-headers.ts';
 import { requireScope } from './scope.ts';
-import { loadCertificate } from './tls.ts';
+import { loadCertificate, TLS_CIPHERS } from './tls.ts';
 import { createRefusals } from './refusals.ts';
 import { inSequence } from './steps.ts';
 import type { GatewayRequest, Handler } from './types.ts';
@@ -79,17 +79,17 @@ function listen(server: restify.Server, port: number, host: string, variable: st
   });
 }
 
-function logRequests(server: restify.Server, log: Logger): void {
+function logRequests(server: restify.Server, requests: RequestLog): void {
   server.on('after', (req: GatewayRequest, res: restify.Response) => {
-    log.info({
+    requests.record({
       requestId: req.requestId,
-      method: req.method,
-      // A client may send a secret where an id belongs (DELETE /v1/key/<the secret>).
-      path: loggablePath(req.getPath()),
+      method: req.method ?? '',
+      path: req.getPath(),
       status: res.statusCode,
       ms: Math.round(performance.now() - req.arrivedMs),
       keyId: req.caller?.id,
-    }, 'request');
+      clientIp: req.clientIp,
+    });
   });
 }
 
@@ -106,6 +106,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     log: log as never,
     httpsServerOptions: {
       cert: tls.cert, key: tls.key, handshakeTimeout: config.tlsHandshakeTimeoutMs,
+      minVersion: 'TLSv1.2', ciphers: TLS_CIPHERS, honorCipherOrder: true,
       // Node offers only http/1.1; an http/1.0 client would be refused in the handshake.
       ALPNProtocols: ['http/1.1', 'http/1.0'],
     },
@@ -113,7 +114,8 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     // find-my-way's default (100 chars) would turn an over-long id into the unknown-path 404.
     maxParamLength: MAX_PATH_PARAM_CHARS,
   } as restify.ServerOptions);
-  logRequests(server, log);
+  const requests = createRequestLog(log);
+  logRequests(server, requests);
   const publicOrigin = () => config.publicUrl
     ?? `https://${urlHost(config.host)}${httpsPort === STANDARD_HTTPS_PORT ? '' : `:${httpsPort}`}`;
 
@@ -182,6 +184,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     async stop() {
       stopping = true;
       await streams.stop();
+      requests.stop();
       const closed = Promise.all([
         new Promise<void>((resolve) => server.close(() => resolve())),
         new Promise<void>((resolve) => redirect.close(() => resolve())),

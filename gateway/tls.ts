@@ -11,6 +11,13 @@ export interface TlsPair {
 
 const SELF_SIGNED_DAYS = 825;
 
+/** TLS 1.3's suites, then TLS 1.2's AEAD suites with forward secrecy only: no CBC (LUCKY13), no RSA key exchange. */
+export const TLS_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305', 'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
 export async function loadCertificate(config: Config): Promise<TlsPair> {
   if (config.tlsCertFile && config.tlsKeyFile) {
     return { cert: readFileSync(config.tlsCertFile, 'utf8'), key: readFileSync(config.tlsKeyFile, 'utf8') };

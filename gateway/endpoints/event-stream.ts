@@ -25,6 +25,6 @@ export const eventStream = {
   },
   headers: { 'Last-Event-ID': { type: 'integer', minimum: 0, description: 'Resume after this sequence (sent by EventSource on reconnect).' } },
   success: { status: 200, description: 'text/event-stream: one Server-Sent Event per event.' },
-  errors: [errors.streamAfter, { status: 422, pattern: '^Unknown event type: [\\s\\S]*\\.$', example: 'Unknown event type: key.renamed.' }],
+  errors: [errors.streamAfter, errors.streamsFull, { status: 422, pattern: '^Unknown event type: [\\s\\S]*\\.$', example: 'Unknown event type: key.renamed.' }],
   parse: (req, headers) => parseStreamQuery(req.query, headers['last-event-id']),
 } as const satisfies StreamEndpoint;

@@ -371,7 +371,9 @@ describe('the event stream\'s bounds', () => {
     const slow = await EventStreamReader.open(service, '/v1/event/stream', p.key, {}, true);
     const other = await EventStreamReader.open(service, '/v1/event/stream', p.key);
     try {
-      assertError(await service.request('GET', '/v1/event/stream', { key: p.key }), 503, MESSAGES.unavailable);
+      const full = await service.request('GET', '/v1/event/stream', { key: p.key });
+      assertError(full, 503, MESSAGES.streamsFull);
+      assert.equal(full.headers['retry-after'], '5');
       // The slow reader reads nothing while thousands of events pile up behind it: the service cuts
       // it off (a reader that reads nothing cannot notice; the freed place shows it).
       for (let i = 0; i < 10; i++) await writeEvents(service.db, jobs(p, 500, 1000));
@@ -442,7 +444,7 @@ describe('the event stream\'s bounds', () => {
     const beside = await openOnceFree(paced.key);
     try {
       assert.ok(beside, 'a place for the second stream');
-      assertError(await service.request('GET', '/v1/event/stream', { key: paced.key }), 503, MESSAGES.unavailable);
+      assertError(await service.request('GET', '/v1/event/stream', { key: paced.key }), 503, MESSAGES.streamsFull);
       const third = await openOnceFree(paced.key);
       assert.ok(third, 'the stalled reader\'s place was freed');
       third.close();
@@ -523,7 +525,7 @@ describe('the event stream\'s bounds', () => {
       await release();
       readers.push(...await Promise.all(opening));
       assert.deepEqual(readers.map((r) => r.status).sort(), [200, 200, 503, 503, 503]);
-      assertError(await own.request('GET', '/v1/event/stream', { key: second.key }), 503, MESSAGES.unavailable);
+      assertError(await own.request('GET', '/v1/event/stream', { key: second.key }), 503, MESSAGES.streamsFull);
       for (let i = 0; i < 2; i++) readers.push(await EventStreamReader.open(own, '/v1/event/stream', other.key));
       assert.deepEqual(readers.slice(5).map((r) => r.status), [200, 200], 'the other project opens its own');
       // A place given back is the project's again.
@@ -575,7 +577,7 @@ describe('the event stream\'s bounds', () => {
       assert.ok(first && second, 'both places taken');
       await service.db.query(`UPDATE api_keys SET status = 'revoked' WHERE id = $1`, [made.id]);
       assertError(await service.request('GET', '/v1/event/stream', { key: made.key }), 403, MESSAGES.refused);
-      assertError(await service.request('GET', '/v1/event/stream', { key: project.key }), 503, MESSAGES.unavailable);
+      assertError(await service.request('GET', '/v1/event/stream', { key: project.key }), 503, MESSAGES.streamsFull);
     } finally {
       first?.close();
       second?.close();

@@ -35,6 +35,7 @@ export const MESSAGES = {
   internal: 'Internal server error.',
   notImplemented: 'This endpoint is not implemented yet.',
   unavailable: 'Service temporarily unavailable. Please retry.',
+  streamsFull: 'Too many event streams are open. Retry later.',
   missingScope: (scope: string) => `The API key is missing the required scope: ${scope}`,
   // api.md names no message for these two; the service's own wording, pinned so it cannot drift.
   methodNotAllowed: 'The request method is not allowed.',
