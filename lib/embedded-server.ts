@@ -180,6 +180,32 @@ async function initialise(runner: Runner, dir: string, password: string, setting
 
 /** Output of a server that lost the start to another process of this checkout, or lost its port. */
 const LOST_START = /lock file "postmaster\.pid" already exists|Address already in use|could not create lock file "[^"]*\.s\.PGSQL/;
+/** Output of a server whose data directory a running server holds. */
+const LOCKED = /lock file "postmaster\.pid" already exists/;
+
+/** The port in the postmaster.pid of `dir` (its 4th line), if it can be read. */
+function portInPidFile(dir: string): number | undefined {
+  try {
+    const port = Number(readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[3]);
+    return Number.isInteger(port) && port > 0 ? port : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The server of `dir` runs on another port (a command run without the service's EMBEDDED_PG_PORT).
+ * Its port is the way in: another DATA_DIR would open a second, empty database.
+ */
+function runningElsewhere(dir: string, port: number, running: number | undefined, settings: EmbeddedSettings) {
+  const named = settings.port ? ` (${settings.port})` : '';
+  if (running === undefined) {
+    return startupError(`the server of ${dir} is already running, on another port than ${port}${named}`, orDatabaseUrl(
+      `Run this command with the running service's ${settings.port ?? 'port'} (the 4th line of ${path.join(dir, 'postmaster.pid')})`));
+  }
+  return startupError(`the server of ${dir} is already running, on port ${running}, not on port ${port}${named}`, orDatabaseUrl(
+    `Run this command with ${settings.port ? `${settings.port}=${running}` : `port ${running}`} (the running service's)`));
+}
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const settings = options.settings ?? { dir: 'DATA_DIR', port: 'EMBEDDED_PG_PORT' };
@@ -205,9 +231,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
       server = started;
     } catch (err) {
       if (!(err instanceof ServerExit)) throw err;
+      const locked = LOCKED.test(err.output);
+      const running = locked ? portInPidFile(options.dir) : undefined;
+      if (running !== undefined && running !== options.port) throw runningElsewhere(options.dir, options.port, running, settings);
       // Another process of this checkout started it a moment ago, or something took the port
       // meanwhile: look again at what answers there.
       if (attempt < START_ATTEMPTS && LOST_START.test(err.output)) continue;
+      if (locked && running === undefined) throw runningElsewhere(options.dir, options.port, undefined, settings);
       throw startupError(`the server of ${options.dir} stopped before accepting connections (${err.how}): ${causeIn(err.output, options.dir)}`,
         orDatabaseUrl(settings.dir ? `Fix that, or set ${settings.dir} to another directory` : 'Fix that'));
     }

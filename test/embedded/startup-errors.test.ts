@@ -7,10 +7,11 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import pg from 'pg';
 import { startEmbedded } from '../../lib/embedded-server.ts';
 import { createLogger } from '../../lib/log.ts';
 import { StartupError } from '../../lib/startup-error.ts';
-import { runNode, serviceEnv, type CliOutcome } from '../support/cli.ts';
+import { assertCliSucceeded, runNode, serviceEnv, type CliOutcome } from '../support/cli.ts';
 import { freePort } from '../support/ports.ts';
 
 const AS_ROOT = process.getuid?.() === 0;
@@ -118,4 +119,38 @@ test('as root, binaries the postgres user cannot reach: the spawn\'s EACCES is a
       + 'or set DATABASE_URL to use a PostgreSQL of your own\\.$'));
     return true;
   });
+});
+
+test('the service runs its server on another port: one line naming that port and EMBEDDED_PG_PORT, not DATA_DIR; with that port the command works', async () => {
+  // The service's server, as `npm start` with EMBEDDED_PG_PORT=<port> leaves it, one session open.
+  const dataDir = path.join(scratch, 'running');
+  const dir = path.join(dataDir, 'pg');
+  const port = await freePort();
+  let forgotten = await freePort();
+  while (forgotten === port) forgotten = await freePort();
+  const server = await startEmbedded({ dir, port, log });
+  const session = new pg.Client({ connectionString: server.url('postgres') });
+  await session.connect();
+  try {
+    const args = ['project', 'create', '--name', 'Made on the running server'];
+    const wrong = await run('bin/workspace.ts', args, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(forgotten) });
+    assertOneLine(wrong, `embedded PostgreSQL cannot start: the server of ${dir} is already running, on port ${port}, not on port ${forgotten}`
+      + ` (EMBEDDED_PG_PORT). Run this command with EMBEDDED_PG_PORT=${port} (the running service's), or set DATABASE_URL to use a`
+      + ' PostgreSQL of your own.', 'workspace on another port');
+    assert.doesNotMatch(wrong.stderr, /DATA_DIR/, 'another DATA_DIR would open a second, empty database');
+    assert.equal(wrong.stdout, '', 'nothing on stdout');
+    // The advice, followed: the project is made on the service's own database.
+    const made = assertCliSucceeded(await run('bin/workspace.ts', args, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(port) }), 'workspace on the service\'s port');
+    const pms = new pg.Client({ connectionString: server.url('pms') });
+    await pms.connect();
+    try {
+      const { rowCount } = await pms.query('SELECT 1 FROM projects WHERE id = $1', [made.project.id]);
+      assert.equal(rowCount, 1, 'the project is in the running server\'s database');
+    } finally {
+      await pms.end();
+    }
+  } finally {
+    await session.end();
+    await server.stop();
+  }
 });
