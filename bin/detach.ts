@@ -1,5 +1,5 @@
-// `npm start` runs bin/start.ts through this (package.json: `exec node bin/detach.ts <node
-// options> bin/start.ts`), so that stopping npm stops the service and its embedded PostgreSQL:
+// `npm start` runs bin/start.js through this (package.json: `exec node bin/detach.js <node
+// options> bin/start.js`), so that stopping npm stops the service and its embedded PostgreSQL:
 // - npm passes SIGTERM and SIGINT on to its script's process only. Without `exec` that is `sh`,
 //   which dies of it and leaves node running; with `exec` it is this process.
 // - A Ctrl-C at a terminal sends SIGINT to the whole foreground process group. Were the service
@@ -18,7 +18,7 @@ const PARENT_POLL_MS = 500;
 
 const args = process.argv.slice(2);
 if (args.length === 0) {
-  process.stderr.write('usage: node bin/detach.ts [node options] <script> [arguments]\n');
+  process.stderr.write('usage: node bin/detach.js [node options] <script> [arguments]\n');
   process.exit(2);
 }
 

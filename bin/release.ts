@@ -23,10 +23,13 @@ export async function release(config: Config, log: Logger, databaseUrl: string):
   }
 }
 
-if (import.meta.main) {
-  await runProcess('release', async (config, log, database) => {
+/** The process itself: bin/release.js calls it, as does `node bin/release.ts`. */
+export function main(): Promise<void> {
+  return runProcess('release', async (config, log, database) => {
     await release(config, log, database.ownerUrl);
     log.info('release done');
     return [];
   });
 }
+
+if (import.meta.main) await main();

@@ -9,6 +9,7 @@ import https from 'node:https';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { ROOT } from '../support/cli.ts';
+import { freePort } from '../support/ports.ts';
 import { tempDir } from '../support/tmp.ts';
 
 /** Variables of the test run, of npm, and the service's own settings: none reach the child. */
@@ -75,11 +76,15 @@ export function watchPid(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void 
   pids.set(pid, signal);
 }
 
-/** Spawns `command args` in the checkout, in a process group of its own (as a shell runs a job). */
-export function run(command: 'npm' | 'node', args: string[], env: NodeJS.ProcessEnv): Run {
+/**
+ * Spawns `command args` in the checkout (or `cwd`), in a process group of its own (as a shell runs
+ * a job). `node` and `npm` are this test's own; any other command is looked up in env.PATH.
+ */
+export function run(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Run {
   const [file, argv] = command === 'node' ? [process.execPath, args]
+    : command !== 'npm' ? [command, args]
     : NPM_CLI ? [process.execPath, [NPM_CLI, ...args]] : ['npm', args];
-  const child = spawn(file, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(file, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.add(child);
   const result: Run = {
     child,
@@ -126,6 +131,13 @@ export const readyz = (port: number): Promise<number> => statusOf(port, '/readyz
 
 /** The status of GET /v1/key/current with `key`. */
 export const keyCurrent = (port: number, key: string): Promise<number> => statusOf(port, '/v1/key/current', key);
+
+/** `count` loopback ports free at the moment of asking, no two the same. */
+export async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}
 
 /** Whether a loopback port can be bound right now. */
 export function portFree(port: number): Promise<boolean> {

@@ -3,10 +3,9 @@
 // nothing it started is left (no node, no PostgreSQL, no port held), and the log ends `stopped`.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { freePort } from '../support/ports.ts';
 import { waitFor } from '../support/wait.ts';
 import {
-  alive, dataDir, healthz, keyCurrent, killLeftovers, logLines, portFree, postmasterPid, run, shellEnv, watchPid, withoutNpmWarnings, type Run,
+  alive, dataDir, distinctFreePorts, healthz, keyCurrent, killLeftovers, logLines, portFree, postmasterPid, run, shellEnv, watchPid, withoutNpmWarnings, type Run,
 } from './helpers.ts';
 
 /** A first start runs initdb and the migrations: allow for a slow machine. */
@@ -15,12 +14,6 @@ const STOP_TIMEOUT_MS = 20_000;
 
 const dir = dataDir();
 after(killLeftovers);
-
-async function distinctFreePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freePort());
-  return [...ports];
-}
 
 const [PORT, HTTP_PORT, EMBEDDED_PG_PORT] = (await distinctFreePorts(3)) as [number, number, number];
 

@@ -6,9 +6,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, test } from 'node:test';
-import { freePort } from '../support/ports.ts';
 import { waitFor } from '../support/wait.ts';
-import { alive, dataDir, killLeftovers, postmasterPid, readyz, run, shellEnv, watchPid } from './helpers.ts';
+import { alive, dataDir, distinctFreePorts, killLeftovers, postmasterPid, readyz, run, shellEnv, watchPid } from './helpers.ts';
 
 /** A first start runs initdb and the migrations: allow for a slow machine. */
 const READY_TIMEOUT_MS = 90_000;
@@ -27,12 +26,6 @@ function running(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function distinctFreePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freePort());
-  return [...ports];
 }
 
 test('a process leaving while another uses the embedded server leaves it running; the last one to leave stops it, whoever started it', async () => {

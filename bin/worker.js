@@ -1,0 +1,6 @@
+// Procfile `worker`, `npm run worker`: bin/worker.ts, once bin/node-version.js has found this
+// Node.js new enough (an older one could not load a .ts file).
+import { requireNode } from './node-version.js';
+
+requireNode('worker');
+import('./worker.ts');
