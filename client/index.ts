@@ -37,6 +37,7 @@ export const ROUTES: Readonly<Record<EndpointName, { method: Method; path: strin
   keyGet: { method: 'GET', path: '/v1/key/{key_id}' },
   keyCreate: { method: 'POST', path: '/v1/key' },
   keyRevoke: { method: 'DELETE', path: '/v1/key/{key_id}' },
+  keyRoll: { method: 'POST', path: '/v1/key/{key_id}/roll' },
   appCreate: { method: 'POST', path: '/v1/app/create' },
   appList: { method: 'GET', path: '/v1/app/list' },
   appGet: { method: 'GET', path: '/v1/app/detail/{app_id}' },
@@ -250,6 +251,8 @@ export class Client {
     get: (keyId: string) => this.call('keyGet', { params: { key_id: keyId } }) as Promise<ApiKey>,
     create: (key: NewKey) => this.call('keyCreate', { body: key }) as Promise<ApiKeyWithSecret>,
     revoke: (keyId: string) => this.call('keyRevoke', { params: { key_id: keyId } }),
+    roll: (keyId: string, options: { grace_s?: number | null } = {}) =>
+      this.call('keyRoll', { params: { key_id: keyId }, body: options }) as Promise<ApiKeyWithSecret>,
   };
 
   readonly apps = {

@@ -78,6 +78,8 @@ export const errors = {
   outlivesCaller: fail(403, 'Cannot create a key that outlives the calling key.'),
   expiresAt: fail(422, 'expires_at must be a future Unix time in seconds.'),
   revokeCurrent: fail(422, 'Cannot revoke the API key currently in use.'),
+  graceS: fail(422, 'grace_s must be an integer from 0 to 2592000.'),
+  rollExpired: fail(422, 'An expired API key cannot be rolled.'),
 
   eventNotFound: fail(404, 'Event not found.'),
   streamAfter: fail(422, 'after must be a non-negative integer.'),

@@ -5,7 +5,7 @@ export type Origin = 'api' | 'workspace' | 'system';
 
 /** Every event type, as the seed migration names them. */
 export const EVENT_TYPES = [
-  'key.created', 'key.revoked', 'key.expired',
+  'key.created', 'key.revoked', 'key.expired', 'key.rolled',
   'app.created', 'app.updated', 'app.published', 'app.unpublished', 'app.activated', 'app.logo_changed', 'app.deleted',
   'project.created', 'project.disabled', 'consumer.disabled', 'plan.changed',
 ] as const;

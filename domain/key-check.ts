@@ -13,8 +13,8 @@ const OUTCOME_COLUMN = 0;
 const ROW_COLUMN = 1;
 const RIDING_COLUMNS = 2;
 
-/** What of a key can change after its creation (a key is never renamed, rescoped or given another expiry). */
-export type KeyNow = Pick<CallerKey, 'status' | 'last_used_at' | 'updated_at'>;
+/** What of a key can change after its creation (a key is never renamed or rescoped; a roll shortens its expiry). */
+export type KeyNow = Pick<CallerKey, 'status' | 'expires_at' | 'last_used_at' | 'updated_at'>;
 
 /** A refused key: the gateway forgets it, and the answer waits for the refusal floor. */
 export class KeyRefusal extends ApiError {}

@@ -2,6 +2,7 @@
 import { isId, newId } from '../lib/ids.ts';
 import { queryFile, type Database } from '../lib/pool.ts';
 import { fillTemplate, queryText } from '../lib/sql-files.ts';
+import { SQLSTATE } from '../lib/sqlstate.ts';
 import { recordEvent } from './audit.ts';
 import { KeyCheckedDatabase } from './key-check.ts';
 import { errors } from './errors.ts';
@@ -16,7 +17,7 @@ import { KEY_NAME, requiredText } from './text-fields.ts';
 export const LATEST_UNIX_SECONDS = 253_402_300_799;
 
 /** A key as api_key_view reads it. */
-type KeyRow = Omit<CallerKey, 'project_id'>;
+export type KeyRow = Omit<CallerKey, 'project_id'>;
 
 /** The API key object; `secret` only in the response that creates it. */
 export function keyView(row: KeyRow, secret?: string) {
@@ -37,7 +38,7 @@ export function keyView(row: KeyRow, secret?: string) {
 }
 
 /** `current` is reserved in the identifier position for the key making the call. */
-function keyIdParam(req: DomainRequest): string {
+export function keyIdParam(req: DomainRequest): string {
   const id = req.params.key_id ?? '';
   return id === 'current' ? req.caller.id : id;
 }
@@ -105,10 +106,16 @@ export function parseNewKey(body: Record<string, unknown>, caller: { scope: read
   return { name, scope: scopes, expiresAt: expires };
 }
 
+/** A new key's id and secret, and what of the secret is stored: every key's, made once here. */
+export function mintKey() {
+  const secret = newSecret();
+  return { id: newId('papi'), secret, hash: hashSecret(secret), preview: previewOf(secret) };
+}
+
 /** A new key's row as key_insert.sql takes it ($1..$8), with its secret. */
 function newKeyValues(projectId: string, consumerId: string, input: NewKey) {
-  const secret = newSecret();
-  const values = [newId('papi'), projectId, consumerId, input.name, hashSecret(secret), previewOf(secret), input.scope, input.expiresAt];
+  const { id, secret, hash, preview } = mintKey();
+  const values = [id, projectId, consumerId, input.name, hash, preview, input.scope, input.expiresAt];
   return { secret, values };
 }
 
@@ -146,8 +153,14 @@ export async function createKey(services: Services, req: DomainRequest) {
       values: [...values, checkedKey, actor.keyId ?? null, newId('evnt'), actor.origin, actor.ip, JSON.stringify(createdDetails(input))],
     });
     return { row: row as KeyRow, secret };
-  });
+  }).catch(outlivesRefusal);
   return ok(keyView(row, secret), 201);
+}
+
+/** key_within_caller_life's refusal (sql/migrations/0021) as creation's 403; any other error as it is. */
+export function outlivesRefusal(err: unknown): never {
+  if ((err as { code?: unknown } | null)?.code === SQLSTATE.keyOutlivesCaller) throw errors.outlivesCaller();
+  throw err;
 }
 
 export async function revokeKey(services: Services, req: DomainRequest) {

@@ -23,6 +23,8 @@ export const SQLSTATE = {
   changeKeyExpired: 'PMS04',
   /** Raised and caught inside plan_admission, never seen here: listed so no other use takes it. */
   admissionNearLimit: 'PMS05',
+  /** Raised by key_within_caller_life (sql/migrations/0021): a new key would outlive the calling key. */
+  keyOutlivesCaller: 'PMS06',
 } as const;
 
 /** The class of every connection exception (08000, 08006, …). */

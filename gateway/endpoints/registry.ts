@@ -15,10 +15,11 @@ import { keyCurrent } from './key-current.ts';
 import { keyGet } from './key-get.ts';
 import { keyList } from './key-list.ts';
 import { keyRevoke } from './key-revoke.ts';
+import { keyRoll } from './key-roll.ts';
 import { RESERVED } from './reserved.ts';
 
 export const ENDPOINTS = {
-  keyList, keyCurrent, keyGet, keyCreate, keyRevoke,
+  keyList, keyCurrent, keyGet, keyCreate, keyRevoke, keyRoll,
   appCreate, appList, appGet, appUpdate, appDelete,
   eventList, eventStream, eventCheckpoint, eventGet,
 } as const;

@@ -7,3 +7,5 @@ WITH created AS (
 SELECT k.*
 FROM created k,
   LATERAL (SELECT hand_over_event($11, $2, 'key.created', 'key', k.id, $12, $10, $13, $14, k.created_at)) handed_over
+-- The caller's expiry as stored: the one a web process remembers may predate a roll (0021).
+WHERE key_within_caller_life($9, k.expires_at)

@@ -43,7 +43,13 @@ export function changeOrderTests(label: string): void {
     assert.equal(edited.status, 200, `PATCH: ${edited.text}\n${probeLines()}`);
     const deleted = await service.request('DELETE', `/v1/app/detail/${appId}`, { key: probed.key });
     assert.equal(deleted.status, 200, `DELETE app: ${deleted.text}\n${probeLines()}`);
-    const revoked = await service.request('DELETE', `/v1/key/${assertSuccess(key, 201).id}`, { key: probed.key });
+    let latest = assertSuccess(key, 201).id;
+    for (const grace of [60, 0]) {
+      const rolled = await service.request('POST', `/v1/key/${latest}/roll`, { key: probed.key, body: { grace_s: grace } });
+      assert.equal(rolled.status, 201, `roll, grace_s ${grace}: ${rolled.text}\n${probeLines()}`);
+      latest = assertSuccess(rolled, 201).id;
+    }
+    const revoked = await service.request('DELETE', `/v1/key/${latest}`, { key: probed.key });
     assert.equal(revoked.status, 200, `DELETE key: ${revoked.text}\n${probeLines()}`);
   });
 
@@ -61,6 +67,7 @@ export function changeOrderTests(label: string): void {
       ['DELETE', '/v1/key/papi_00000000000000000000'],
       ['DELETE', '/v1/app/detail/mapp_00000000000000000000'],
       ['PATCH', '/v1/app/detail/mapp_00000000000000000000', { name: 'x' }],
+      ['POST', '/v1/key/papi_00000000000000000000/roll', {}],
     ];
     for (const [method, path, body] of calls) {
       const revoked = await revokedKnownKey();
