@@ -6,7 +6,7 @@ export type ProcessKind = 'release' | 'web' | 'worker';
 
 const PROCFILE = path.join(import.meta.dirname, '..', 'Procfile');
 
-/** The node arguments of a Procfile line (`web: node --max-semi-space-size=8 --no-allocation-site-pretenuring bin/web.ts`). */
+/** The node arguments of a Procfile line (`web: node --max-semi-space-size=8 --no-allocation-site-pretenuring bin/web.js`). */
 export function procfileArgs(kind: ProcessKind): string[] {
   const line = readFileSync(PROCFILE, 'utf8').split('\n').find((l) => l.startsWith(`${kind}:`));
   if (!line) throw new Error(`the Procfile has no ${kind} process`);
