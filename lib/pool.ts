@@ -1,20 +1,13 @@
 // All database access goes through here: one pool per process or thread, named queries from
 // sql/queries (prepared once per connection), and transactions that may enqueue jobs.
-import type { Socket } from 'node:net';
 import pg from 'pg';
 import type { Config } from './config.ts';
 import { errorFields, type Logger } from './log.ts';
+import { PipeliningClient, queryInFlight, SocketClient, socketOf } from './pg-internals.ts';
 import { queryText, ridesLane } from './sql-files.ts';
 
 // int8 (counts, Unix seconds) as numbers: every value we read fits well inside 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
-
-/** A client that sends each statement at once, behind those still in flight (lib/lanes.ts). */
-class PipeliningClient extends pg.Client {
-  constructor(config?: pg.ClientConfig) {
-    super({ ...config, pipeline: true } as pg.ClientConfig);
-  }
-}
 
 export function createPool(config: Config, log: Logger, connectionString: string, max = config.dbPoolSize, { pipelining = false } = {}): pg.Pool {
   const pool = new pg.Pool({
@@ -23,7 +16,7 @@ export function createPool(config: Config, log: Logger, connectionString: string
     connectionTimeoutMillis: config.dbConnectTimeoutMs,
     statement_timeout: config.dbStatementTimeoutMs,
     idleTimeoutMillis: 30_000,
-    ...(pipelining ? { Client: PipeliningClient } : {}),
+    Client: pipelining ? PipeliningClient : SocketClient,
   });
   // A client losing its connection (database restart) must never crash the process: pg-pool
   // handles errors of idle clients only, so every client also gets its own listener. The query
@@ -54,29 +47,18 @@ export const SILENCE_BEYOND_STATEMENT_TIMEOUT_MS = 1000;
  * generation, where only full garbage collections reclaim them.
  */
 function failWhenSilent(client: pg.PoolClient, ms: number): void {
-  const internals = client as unknown as PgClientInternals;
-  const socket = internals.connection.stream;
+  const socket = socketOf(client);
   socket.setTimeout(ms);
   // A listener of its own: the callback setTimeout takes is a once-listener, so after a first
-  // idle spell (the timer firing while no query was in flight) no later silence was bounded.
+  // idle spell (the timer firing while no query is in flight) no later silence would be bounded.
   socket.on('timeout', () => {
-    if (!internals.readyForQuery) socket.destroy();
+    if (queryInFlight(client)) socket.destroy();
   });
 }
 
 /** Closes a client's connection at once: what it has in flight fails as a lost connection does (503). */
 export function cutConnection(client: pg.ClientBase): void {
-  (client as unknown as PgClientInternals).connection.stream.destroy();
-}
-
-/**
- * What failWhenSilent reads of pg's Client beyond its typed API: its socket, and whether it waits
- * for a query (false while one is in flight). test/database/silent-server.test.ts fails on a pg
- * whose Client no longer has them.
- */
-interface PgClientInternals {
-  connection: { stream: Socket };
-  readyForQuery: boolean;
+  socketOf(client).destroy();
 }
 
 /** A statement, and whether it may ride one of the gateway's lanes (lib/lanes.ts). */

@@ -1,13 +1,18 @@
 // What the service reaches for inside pg-boss (lib/pg-boss-internals.ts) still works as it does
 // on the pinned version: an upgrade that renames what BossPool reads would otherwise go unnoticed,
-// the worker's statements silently sent as text again (parsed and planned on every job).
+// the worker's statements silently sent as text again (parsed and planned on every job). A module
+// gone from pg-boss fails every import of the adapter, with Node's message naming both.
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { prepared } from '../../lib/jobs.ts';
 import { BossPool, notifyChannelSql } from '../../lib/pg-boss-internals.ts';
 import { createTestDatabase } from '../support/service.ts';
 import { waitFor } from '../support/wait.ts';
+
+const PG_BOSS = `pg-boss ${createRequire(import.meta.url)('pg-boss/package.json').version as string}`;
+const ADAPTER = 'lib/pg-boss-internals.ts';
 
 let connectionString: string;
 let boss: BossPool;
@@ -27,7 +32,7 @@ test('pg-boss\'s pool sends its parameterised statements as named prepared state
   const name = (prepared(text, [41]) as pg.QueryConfig).name!;
   assert.match(name, /^pgboss_[0-9a-f]{24}$/);
   const { rows: statements } = await boss.executeSql('SELECT name, statement FROM pg_prepared_statements');
-  assert.deepEqual(statements, [{ name, statement: text }]);
+  assert.deepEqual(statements, [{ name, statement: text }], `${PG_BOSS}: its Db's \`opened\` or \`pool\`, which ${ADAPTER} reads, moved`);
 });
 
 test('a statement without values goes as text, and is not prepared', async () => {
@@ -37,6 +42,7 @@ test('a statement without values goes as text, and is not prepared', async () =>
 });
 
 test('its LISTEN connection hears a wake-up sent on the channel the wake-up SQL names', async () => {
+  assert.equal(typeof boss.listen, 'function', `${PG_BOSS}: its Db, which ${ADAPTER} extends, no longer listens`);
   const heard: string[] = [];
   const { rows: [{ channel }] } = await boss.executeSql(`SELECT ${notifyChannelSql('pgboss')} AS channel`);
   const listening = await boss.listen(channel, (payload) => heard.push(payload), () => {});
@@ -44,7 +50,7 @@ test('its LISTEN connection hears a wake-up sent on the channel the wake-up SQL 
   await sender.connect();
   try {
     await sender.query(`SELECT pg_notify(${notifyChannelSql('pgboss')}, $1)`, ['audit.drain']);
-    await waitFor('the wake-up heard', async () => heard.includes('audit.drain') || undefined);
+    await waitFor(`${PG_BOSS}: the wake-up heard on the channel ${ADAPTER}'s notifyChannelSql names`, async () => heard.includes('audit.drain') || undefined);
   } finally {
     await sender.end();
     await listening.close();
