@@ -1,21 +1,8 @@
-// The gateway's database: its small reads (a key's lookup or check, one row; each such file of
-// sql/queries says it rides a lane) ride a few connections that pipeline them; the pages of rows,
-// the writes and the transactions take connections of the pool.
-//
-// Through a pool, each statement waits for a free connection, and each connection's server
-// process sleeps between its statements and is woken for the next: a wake-up, a read and a write
-// on both sides for every statement. On a lane a statement is sent at once, behind whatever is
-// in flight there; the server runs what has arrived back to back, and one read carries several
-// answers. Only single statements that commit nothing ride: a write's commit waits for its WAL
-// flush, and every statement behind it on its lane would wait with it.
-//
-// A statement behind a slow one (a lock waited on, a page of a huge project) waits for it. So a
-// lane whose oldest statement in flight has run past LANE_STALL_MS takes no more until it is
-// answered, and when every lane is so held, statements go to the pool's connections, as they all
-// did before there were lanes: its bound on waiting requests (waitingCount) is the load-shedding
-// bound. A lane still holding a statement past the statement timeout and the silence bound is
-// cut, so that what queued behind it fails (503) within that bound too, not one timeout after
-// another.
+// The gateway's small reads (lib/sql-files.ts names them) ride a few connections that pipeline
+// them: through a pool each statement pays its server process's wake-up; on a lane the server runs
+// what has arrived back to back. Nothing that commits rides, or its WAL flush would hold all behind
+// it. A lane held past LANE_STALL_MS takes no more, and with every lane held statements take the
+// pool (its waitingCount is the load-shedding bound); a lane stuck past the bounds is cut (503).
 import type pg from 'pg';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';

@@ -41,11 +41,21 @@ export function fillTemplate(name: string, slots: Readonly<Record<string, string
 }
 
 /**
- * The queries whose file says they ride a lane (lib/lanes.ts): small reads. A page of rows, on a
- * lane, held the statements behind it while it was sent, and the process's memory grew with what
- * was in flight.
+ * The statements that ride the gateway's lanes (lib/lanes.ts): single reads of a row or a few,
+ * which commit nothing. A page of rows on a lane would hold the statements behind it while it is
+ * sent, and the process's memory would grow with what is in flight.
  */
-const LANE_QUERIES: ReadonlySet<string> = new Set([...QUERIES].filter(([, text]) => /^-- Rides a lane\b/m.test(text)).map(([name]) => name));
+const LANE_QUERIES: ReadonlySet<string> = new Set([
+  'app_find_readable',
+  'event_chain_heads',
+  'event_find',
+  'event_list_version',
+  'key_authenticate',
+  'key_caller',
+  'key_check',
+  'key_find',
+]);
+for (const name of LANE_QUERIES) if (!QUERIES.has(name)) throw new Error(`No SQL file sql/queries/${name}.sql for its lane`);
 
 export function ridesLane(name: string): boolean {
   return LANE_QUERIES.has(name);
@@ -55,4 +65,9 @@ export function queryText(name: string): string {
   const text = QUERIES.get(name);
   if (text === undefined) throw new Error(`No SQL file sql/queries/${name}.sql`);
   return text;
+}
+
+/** Every statement of sql/queries, by name. */
+export function queryNames(): string[] {
+  return [...QUERIES.keys()];
 }

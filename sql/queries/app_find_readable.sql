@@ -1,4 +1,3 @@
--- Rides a lane (lib/lanes.ts): a read of a row or a few.
 -- One app as project $2 may read it: its own in any status, or another project's activated
 -- public app with the instructions and the owner's private run count hidden.
 SELECT a.id, a.name, a.description, a.type, a.status, coalesce(a.logo_file_id, '') AS logo,

@@ -1,4 +1,3 @@
--- Rides a lane (lib/lanes.ts): a read of a row or a few.
 -- The chain head of each of these projects as the audit writer keeps it: the last sequence (0 for
 -- one without events) and that event's hash (null without events). The streams read where each
 -- project's trail has got to; `events verify` holds the walked chain to it.

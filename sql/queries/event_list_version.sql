@@ -1,4 +1,3 @@
--- Rides a lane (lib/lanes.ts): a read of a row or a few.
 -- The version of the project's feed (domain/feed-pages.ts): its event counter row's, which every
 -- transaction that writes, rewrites or deletes the project's events moves (event_chain_lock.sql,
 -- sql/migrations/0019), with the head it records (feed_version, 0019). No row: no event yet.

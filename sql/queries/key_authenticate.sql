@@ -1,4 +1,3 @@
--- Rides a lane (lib/lanes.ts): a read of a row or a few.
 -- The gateway's lookup of a key it does not know yet: the usable key by the SHA-256 of its
 -- secret. Revoked keys and keys whose project or consumer is disabled return no row, exactly
 -- like an unknown secret, so every refusal takes the same path and nearly the same time. An

@@ -1,4 +1,3 @@
--- Rides a lane (lib/lanes.ts): a read of a row or a few.
 -- The check of a key the gateway knew from memory, and what of the key can have changed since
 -- (GET /v1/key/current answers the rest as remembered: no key is ever renamed or rescoped; a roll
 -- may shorten its expiry). No row: refused; status expired: 401.

@@ -1,4 +1,3 @@
--- Rides a lane (lib/lanes.ts): a read of a row or a few.
 -- The check of a known key on its own round trip, for an answer no statement of the request
 -- carried it to: 'activated', 'expired', or null (refused). The same rule as a change's BEGIN
 -- sends (sql/templates/key_check_begin.sql), without its locks: this answer changes nothing.

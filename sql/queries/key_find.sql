@@ -1,4 +1,3 @@
--- Rides a lane (lib/lanes.ts): a read of a row or a few.
 SELECT id, name, key_preview, scope, status, expires_at, last_used_at, created_by, created_at, updated_at
 FROM api_key_view
 WHERE id = $1 AND project_id = $2 AND stored_status <> 'revoked'

@@ -10,7 +10,8 @@ import { isDatabaseUnavailable } from '../../domain/errors.ts';
 import { readConfig } from '../../lib/config.ts';
 import { LANE_STALL_MS, openLanedDatabase, type LanedDatabase } from '../../lib/lanes.ts';
 import { createLogger } from '../../lib/log.ts';
-import { SILENCE_BEYOND_STATEMENT_TIMEOUT_MS } from '../../lib/pool.ts';
+import { queryFile, SILENCE_BEYOND_STATEMENT_TIMEOUT_MS, type Statement } from '../../lib/pool.ts';
+import { queryNames, queryText, ridesLane } from '../../lib/sql-files.ts';
 import { MESSAGES } from '../support/assertions.ts';
 import { createTestDatabase, TestService } from '../support/service.ts';
 import { sleep, waitFor } from '../support/wait.ts';
@@ -43,6 +44,24 @@ async function withLanes(env: Record<string, string>, test: (db: LanedDatabase, 
   }
 }
 
+test('exactly these statements ride a lane, each a single read that locks nothing, and queryFile sends them so', async () => {
+  const riding = queryNames().filter(ridesLane);
+  assert.deepEqual(riding, [
+    'app_find_readable', 'event_chain_heads', 'event_find', 'event_list_version',
+    'key_authenticate', 'key_caller', 'key_check', 'key_find',
+  ]);
+  for (const name of riding) {
+    const text = queryText(name).replace(/--.*$/gm, '').trim();
+    assert.match(text, /^SELECT\b/, `${name} is a read`);
+    assert.doesNotMatch(text, /\b(INSERT|UPDATE|DELETE|SHARE)\b|;/i, `${name} writes or locks nothing, and is one statement`);
+  }
+  const sent: Statement[] = [];
+  const recorder = { query: async (config: Statement) => (sent.push(config), { rows: [] } as unknown as pg.QueryResult) };
+  await queryFile(recorder, 'key_find', ['papi_x', 'proj_x']);
+  await queryFile(recorder, 'key_list', ['proj_x', 20, 0]);
+  assert.deepEqual(sent.map(({ name, lane }) => [name, lane]), [['key_find', true], ['key_list', false]]);
+});
+
 test('a lane held by a waiting statement takes no more: a later read of a lane is answered on the pool', async () => {
   const service = await TestService.start({ jobWorkers: false, env: { DB_LANES: '1' } });
   let release: (() => Promise<void>) | undefined;
@@ -50,7 +69,7 @@ test('a lane held by a waiting statement takes no more: a later read of a lane i
     const project = await service.createProject();
     assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200);
     release = await hold(service, 'events');
-    // One event's read rides the lane (its SQL file says so); it waits on the held table there.
+    // One event's read rides the lane (event_find); it waits on the held table there.
     const event = service.request('GET', `/v1/event/evnt_${'0'.repeat(20)}`, { key: project.key });
     await waitFor('the event\'s read waiting on the held table', async () => ((await waitingOnLock(service)) >= 1 ? true : undefined));
     await sleep(3 * LANE_STALL_MS);
