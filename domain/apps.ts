@@ -119,15 +119,16 @@ export async function createApp(services: Services, req: DomainRequest) {
   const actor = apiActor(req);
   const id = newId('mapp');
   const created = await changeByStatement(services, async (db, checkedKey) => {
-    const [row] = await queryFile<Created>(db, 'app_create', [
-      id, projectId, app.name, app.description, app.category, app.type, app.status,
-      app.data.some((f) => f.typeId === IMAGE_DATA_TYPE_ID),
-      app.data.map((f) => f.id), app.data.map((_, i) => i), app.data.map((f) => f.name),
-      app.data.map((f) => f.typeId), app.data.map((f) => f.placeholder), app.data.map((f) => f.required),
-      app.instruction.map((i) => i.id), app.instruction.map((_, i) => i), app.instruction.map((i) => i.type),
-      app.instruction.map((i) => i.instruction),
-      checkedKey, newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
-    ]);
+    const [row] = await queryFile<Created>(db, 'app_create', {
+      id, project_id: projectId, name: app.name, description: app.description, category: app.category,
+      type: app.type, status: app.status, needs_image_model: app.data.some((f) => f.typeId === IMAGE_DATA_TYPE_ID),
+      field_ids: app.data.map((f) => f.id), field_positions: app.data.map((_, i) => i),
+      field_names: app.data.map((f) => f.name), field_types: app.data.map((f) => f.typeId),
+      field_placeholders: app.data.map((f) => f.placeholder), field_required: app.data.map((f) => f.required),
+      instruction_ids: app.instruction.map((i) => i.id), instruction_positions: app.instruction.map((_, i) => i),
+      instruction_types: app.instruction.map((i) => i.type), instruction_texts: app.instruction.map((i) => i.instruction),
+      checked_key: checkedKey, event_id: newId('evnt'), origin: actor.origin, actor_id: actor.keyId ?? null, ip_address: actor.ip,
+    });
     return row!;
   }).catch((err: unknown) => {
     throw planRefusal(err);
@@ -246,10 +247,11 @@ export async function updateApp(services: Services, req: DomainRequest) {
   const edit = parseEdit(req.body);
   const id = appIdParam(req);
   const actor = apiActor(req);
-  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<EditedApp>(db, 'app_edit', [
-    id, req.caller.project_id, edit.name ?? null, edit.description ?? null, edit.type ?? null,
-    checkedKey, newId('evnt'), newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
-  ]));
+  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<EditedApp>(db, 'app_edit', {
+    id, project_id: req.caller.project_id, name: edit.name ?? null, description: edit.description ?? null, type: edit.type ?? null,
+    checked_key: checkedKey, updated_event_id: newId('evnt'), type_event_id: newId('evnt'),
+    origin: actor.origin, actor_id: actor.keyId ?? null, ip_address: actor.ip,
+  }));
   if (!row) throw errors.appNotFound();
   if (row.refusal === 'needs-activation') throw errors.publishNeedsActivation();
   if (row.refusal === 'needs-image-logo') throw errors.publishNeedsImageLogo();
@@ -259,9 +261,10 @@ export async function updateApp(services: Services, req: DomainRequest) {
 export async function deleteApp(services: Services, req: DomainRequest) {
   const id = appIdParam(req);
   const actor = apiActor(req);
-  const [deleted] = await changeByStatement(services, (db, checkedKey) => queryFile<{ id: string }>(db, 'app_delete', [
-    id, req.caller.project_id, checkedKey, newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
-  ]));
+  const [deleted] = await changeByStatement(services, (db, checkedKey) => queryFile<{ id: string }>(db, 'app_delete', {
+    id, project_id: req.caller.project_id, checked_key: checkedKey, event_id: newId('evnt'),
+    origin: actor.origin, actor_id: actor.keyId ?? null, ip_address: actor.ip,
+  }));
   if (!deleted) throw errors.appNotFound();
   return ok({ deleted: true as const, id });
 }
@@ -314,7 +317,9 @@ export async function setLogo(services: Services, actor: Actor, appId: string, f
     // Locked, so that the `from` recorded is the logo this change replaces, whatever ran beside it.
     const app = await lockApp(tx, appId);
     const fileId = newId('file');
-    await queryFile(tx.client, 'file_insert', [fileId, app.project_id, path.basename(filePath), content.length, image, content]);
+    await queryFile(tx.client, 'file_insert', {
+      id: fileId, project_id: app.project_id, name: path.basename(filePath), size_bytes: content.length, is_image: image, content,
+    });
     const [updated] = await queryFile<{ updated_at: number }>(tx.client, 'app_set_logo', [appId, fileId]);
     await recordEvent(tx, actor, {
       projectId: app.project_id,

@@ -1,7 +1,7 @@
 // The keys resource: list, read, current, create, revoke.
 import { isId, newId } from '../lib/ids.ts';
 import { queryFile, type Database } from '../lib/pool.ts';
-import { fillTemplate, queryText } from '../lib/sql-files.ts';
+import { composeQuery, parameterValues, type NumberedSql } from '../lib/sql-files.ts';
 import { SQLSTATE } from '../lib/sqlstate.ts';
 import { recordEvent } from './audit.ts';
 import { KeyCheckedDatabase } from './key-check.ts';
@@ -112,10 +112,13 @@ export function mintKey() {
   return { id: newId('papi'), secret, hash: hashSecret(secret), preview: previewOf(secret) };
 }
 
-/** A new key's row as key_insert.sql takes it ($1..$8), with its secret. */
+/** A new key's row as key_insert.sql takes it, with its secret. */
 function newKeyValues(projectId: string, consumerId: string, input: NewKey) {
   const { id, secret, hash, preview } = mintKey();
-  const values = [id, projectId, consumerId, input.name, hash, preview, input.scope, input.expiresAt];
+  const values = {
+    id, project_id: projectId, created_by: consumerId, name: input.name,
+    secret_hash: hash, key_preview: preview, scope: input.scope, expires_at: input.expiresAt,
+  };
   return { secret, values };
 }
 
@@ -126,7 +129,7 @@ const createdDetails = (input: NewKey) => ({ name: input.name, scope: input.scop
 export async function insertKey(tx: Tx, actor: Actor, projectId: string, consumerId: string, input: NewKey) {
   const { secret, values } = newKeyValues(projectId, consumerId, input);
   // No key to check: the change checked its own in its BEGIN, or no key makes it.
-  const [row] = await queryFile<KeyRow>(tx.client, 'key_insert', [...values, null]);
+  const [row] = await queryFile<KeyRow>(tx.client, 'key_insert', { ...values, checked_key: null });
   await recordEvent(tx, actor, {
     projectId,
     type: 'key.created',
@@ -137,20 +140,23 @@ export async function insertKey(tx: Tx, actor: Actor, projectId: string, consume
   return { row: row!, secret };
 }
 
-/** key_insert.sql wrapped in the caller's key check and the event hand-off. */
-let keyCreateText: string | undefined;
+/** sql/templates/key_create.sql: key_insert.sql with the check of the caller's key and the hand-off around it. */
+let keyCreate: NumberedSql | undefined;
 
 /** The API's key creation: one statement holding the key check and the event. */
 export async function createKey(services: Services, req: DomainRequest) {
   const input = parseNewKey(req.body, { scope: req.caller.scope, expiresAt: req.caller.expires_at }, Math.floor(Date.now() / 1000));
   const actor = apiActor(req);
-  keyCreateText ??= fillTemplate('key_create', { insert: queryText('key_insert') });
+  const statement = keyCreate ??= composeQuery('key_create', { insert: 'key_insert' });
   const { row, secret } = await changeByStatement(services, async (db, checkedKey) => {
     const { secret, values } = newKeyValues(req.caller.project_id, req.caller.created_by, input);
     const { rows: [row] } = await db.query({
       name: 'key_create',
-      text: keyCreateText!,
-      values: [...values, checkedKey, actor.keyId ?? null, newId('evnt'), actor.origin, actor.ip, JSON.stringify(createdDetails(input))],
+      text: statement.text,
+      values: parameterValues(statement, {
+        ...values, checked_key: checkedKey, actor_id: actor.keyId ?? null, event_id: newId('evnt'), origin: actor.origin, ip_address: actor.ip,
+        details: JSON.stringify(createdDetails(input)),
+      }, 'key_create'),
     });
     return { row: row as KeyRow, secret };
   }).catch(outlivesRefusal);
@@ -168,10 +174,11 @@ export async function revokeKey(services: Services, req: DomainRequest) {
   if (id === req.caller.id) throw errors.revokeCurrent();
   if (!isId('papi', id)) throw errors.keyNotFound();
   const actor = apiActor(req);
-  const [revoked] = await changeByStatement(services, (db, checkedKey) => queryFile<{ id: string }>(db, 'key_revoke', [
-    id, req.caller.project_id, checkedKey, newId('evnt'), newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
-    SYSTEM_ACTOR.origin, SYSTEM_ACTOR.ip,
-  ]));
+  const [revoked] = await changeByStatement(services, (db, checkedKey) => queryFile<{ id: string }>(db, 'key_revoke', {
+    id, project_id: req.caller.project_id, checked_key: checkedKey, expired_event_id: newId('evnt'), revoked_event_id: newId('evnt'),
+    origin: actor.origin, actor_id: actor.keyId ?? null, ip_address: actor.ip,
+    system_origin: SYSTEM_ACTOR.origin, system_ip_address: SYSTEM_ACTOR.ip,
+  }));
   if (!revoked) throw errors.keyNotFound();
   return ok({ deleted: true as const, id });
 }

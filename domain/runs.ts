@@ -23,10 +23,10 @@ export function invalidRunReport(report: RunFinished): string | undefined {
 /** Returns whether this report was new. */
 export async function storeRun(services: Services, report: RunFinished): Promise<boolean> {
   return change(services, async (tx) => {
-    const [stored] = await queryFile(tx.client, 'run_insert', [
-      report.run_id, report.app_id, report.project_id, report.status,
-      report.tokens?.input ?? null, report.tokens?.output ?? null,
-    ]);
+    const [stored] = await queryFile(tx.client, 'run_insert', {
+      id: report.run_id, app_id: report.app_id, project_id: report.project_id, status: report.status,
+      input_tokens: report.tokens?.input ?? null, output_tokens: report.tokens?.output ?? null,
+    });
     if (!stored) return false;
     const job: TotalsJob = { app_id: report.app_id, project_id: report.project_id };
     await tx.send('app.totals', job, { singletonKey: `${report.app_id}:${report.project_id}` });

@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Config } from './config.ts';
 import { errorFields, type Logger } from './log.ts';
 import { PipeliningClient, queryInFlight, SocketClient, socketOf } from './pg-internals.ts';
-import { queryText, ridesLane } from './sql-files.ts';
+import { parameterValues, queryStatement, ridesLane, type NamedValues } from './sql-files.ts';
 
 // int8 (counts, Unix seconds) as numbers: every value we read fits well inside 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -78,9 +78,15 @@ export interface Database extends Queryable {
   begin?(client: pg.PoolClient): Promise<void>;
 }
 
-/** Runs sql/queries/<name>.sql with bound values, as a prepared statement named after the file. */
-export async function queryFile<T extends object = Record<string, unknown>>(db: Queryable, name: string, values: unknown[] = []): Promise<T[]> {
-  const result = await db.query({ name, text: queryText(name), values, lane: ridesLane(name) });
+/**
+ * Runs sql/queries/<name>.sql as a prepared statement named after the file, with its values in
+ * order, or by name for a file that takes `:name` parameters.
+ */
+export async function queryFile<T extends object = Record<string, unknown>>(
+  db: Queryable, name: string, values: unknown[] | NamedValues = [],
+): Promise<T[]> {
+  const statement = queryStatement(name);
+  const result = await db.query({ name, text: statement.text, values: parameterValues(statement, values, name), lane: ridesLane(name) });
   return result.rows as T[];
 }
 

@@ -1,11 +1,11 @@
--- A key created by the API in one statement, committing in one round trip: key_insert.sql
--- ($1..$8, the caller's key $9 checked and held first), then key.created handed over.
--- $10 the actor's key, $11 the event's id, $12 its origin, $13 its ip address, $14 its details.
+-- A key created by the API in one statement, sent on its own so that it commits without a BEGIN
+-- or a COMMIT message, in one round trip: key_insert.sql (which checks and holds the caller's key
+-- before its row is formed; a refusal fails the statement), then the key's key.created handed over.
 WITH created AS (
 {{insert}}
 )
 SELECT k.*
 FROM created k,
-  LATERAL (SELECT hand_over_event($11, $2, 'key.created', 'key', k.id, $12, $10, $13, $14, k.created_at)) handed_over
--- The caller's expiry as stored: the one a web process remembers may predate a roll (0021).
-WHERE key_within_caller_life($9, k.expires_at)
+  LATERAL (SELECT hand_over_event(:event_id, :project_id, 'key.created', 'key', k.id, :origin, :actor_id, :ip_address, :details, k.created_at)) handed_over
+-- The caller's expiry as stored: the one a web process remembers may predate a roll.
+WHERE key_within_caller_life(:checked_key, k.expires_at)
