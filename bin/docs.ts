@@ -1,11 +1,14 @@
-// `npm run docs`: writes the API's description from the endpoint registry: docs/openapi.json and
-// docs/reference.md. test/docs/docs.test.ts fails when the committed files differ from these.
+// `npm run docs`: writes what is derived from the endpoint registry: the API's description,
+// docs/openapi.json and docs/reference.md, and the client package's types and routes,
+// client/api.ts. test/docs/openapi.test.ts and test/client/api.test.ts fail when they are stale.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { clientApiText } from '../client/generate.ts';
 import { openApiText } from '../gateway/openapi.ts';
 import { referenceText } from '../gateway/reference.ts';
 
-const DOCS = path.join(import.meta.dirname, '..', 'docs');
-writeFileSync(path.join(DOCS, 'openapi.json'), openApiText());
-writeFileSync(path.join(DOCS, 'reference.md'), referenceText());
-process.stdout.write('docs/openapi.json and docs/reference.md written\n');
+const ROOT = path.join(import.meta.dirname, '..');
+writeFileSync(path.join(ROOT, 'docs', 'openapi.json'), openApiText());
+writeFileSync(path.join(ROOT, 'docs', 'reference.md'), referenceText());
+writeFileSync(path.join(ROOT, 'client', 'api.ts'), clientApiText());
+process.stdout.write('docs/openapi.json, docs/reference.md and client/api.ts written\n');

@@ -1,53 +1,29 @@
-// A typed client of the API, for Node 24 and nothing else at run time. Its results are typed by
-// the endpoint registry (a type-only import: nothing of the service is loaded), and ROUTES names
-// every endpoint of the registry, so an endpoint added there without a route here fails the
-// type check. Failures throw ApiError with the envelope's code, title and message and the
-// request id; lists page with limit/offset as async iterators.
-//
-//   const client = new Client({ baseUrl: 'https://127.0.0.1:8443', apiKey, ca: readFileSync('.data/tls/cert.pem') });
-//   const key = await client.keys.create({ name: 'ci', scope: ['key:read'] });
-//   for await (const app of client.apps.iterate()) console.log(app.name);
-import type { IncomingMessage } from 'node:http';
-import https from 'node:https';
-import type { EndpointName, EndpointResponse, JsonEndpointName } from '../gateway/endpoints/registry.ts';
+// A typed client of the API over `fetch`, for Node, browsers and edge runtimes alike: nothing of
+// Node at run time, and types generated from the endpoint registry (api.ts), so a consumer needs
+// none of the service's code or dependencies. Failures throw ApiError with the envelope's code,
+// title and message and the request id; lists page with limit/offset as async iterators. A Node
+// program with a certificate of its own to trust (a self-signed one) takes the Client of node.ts.
+import { ROUTES, type ApiKey, type AppListEntry, type Bodies, type Event, type JsonEndpointName, type Responses } from './api.ts';
 
-export type { EndpointName, EndpointResponse, JsonEndpointName };
-// The domain builds these objects with one view each, whose optional members depend on the
-// endpoint; each endpoint's own answer always carries the ones below.
-type Always<T, K extends keyof T> = T & Required<Pick<T, K>>;
-/** Launches by the owning project and by others: both always counted. */
-interface Runs { runs: { private: number; public: number } }
-export type ApiKey = Omit<EndpointResponse<'keyGet'>, 'key'>;
-export type ApiKeyWithSecret = Always<EndpointResponse<'keyCreate'>, 'key'>;
-export type App = Omit<Always<EndpointResponse<'appGet'>, 'logo' | 'data' | 'instruction' | 'tokens'>, 'runs'> & Runs;
-export type AppListEntry = Omit<Always<EndpointResponse<'appList'>['data'][number], 'tokens'>, 'runs'> & Runs;
-export type AppCreated = EndpointResponse<'appCreate'>;
-export type AppSummary = EndpointResponse<'appUpdate'>;
-/** Every event the API answers carries its hash (events of before the chain were given theirs at release). */
-export type Event = Omit<EndpointResponse<'eventGet'>, 'hash'> & { hash: string };
-export type Deleted = EndpointResponse<'keyRevoke'>;
+export * from './api.ts';
+
+/** What an endpoint answers on success. */
+export type EndpointResponse<N extends JsonEndpointName> = Responses[N];
 export interface Page<T> { object: 'list'; data: T[]; total: number }
+export type NewKey = Bodies['keyCreate'];
+export type NewApp = Bodies['appCreate'];
+export type AppEdit = Bodies['appUpdate'];
+export interface Paging { limit?: number; offset?: number }
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
-
-/** Every endpoint's method and path (`{name}` filled from the call's parameters). */
-export const ROUTES: Readonly<Record<EndpointName, { method: Method; path: string }>> = {
-  keyList: { method: 'GET', path: '/v1/key' },
-  keyCurrent: { method: 'GET', path: '/v1/key/current' },
-  keyGet: { method: 'GET', path: '/v1/key/{key_id}' },
-  keyCreate: { method: 'POST', path: '/v1/key' },
-  keyRevoke: { method: 'DELETE', path: '/v1/key/{key_id}' },
-  keyRoll: { method: 'POST', path: '/v1/key/{key_id}/roll' },
-  appCreate: { method: 'POST', path: '/v1/app/create' },
-  appList: { method: 'GET', path: '/v1/app/list' },
-  appGet: { method: 'GET', path: '/v1/app/detail/{app_id}' },
-  appUpdate: { method: 'PATCH', path: '/v1/app/detail/{app_id}' },
-  appDelete: { method: 'DELETE', path: '/v1/app/detail/{app_id}' },
-  eventList: { method: 'GET', path: '/v1/event' },
-  eventStream: { method: 'GET', path: '/v1/event/stream' },
-  eventCheckpoint: { method: 'GET', path: '/v1/event/checkpoint' },
-  eventGet: { method: 'GET', path: '/v1/event/{event_id}' },
-};
+/** What the client asks of `fetch`: the global one fits, and so does any that answers these members. */
+export type Fetch = (url: string, init: FetchInit) => Promise<FetchResponse>;
+export interface FetchInit { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal }
+export interface FetchResponse {
+  status: number;
+  statusText: string;
+  headers: { get(name: string): string | null };
+  body: ReadableStream<Uint8Array> | null;
+}
 
 /** A failure the service answered: the envelope's members, the HTTP status and the request id. */
 export class ApiError extends Error {
@@ -60,7 +36,7 @@ export class ApiError extends Error {
   /** Seconds to wait before retrying (429, 503), when the service said. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(fields: { code: number | string; title: string; message: string; status: number; requestId?: string; retryAfterSeconds?: number; cause?: unknown }) {
+  constructor(fields: { code: number | string; title: string; message: string; status: number; requestId?: string | undefined; retryAfterSeconds?: number; cause?: unknown }) {
     super(fields.message, fields.cause === undefined ? undefined : { cause: fields.cause });
     this.code = fields.code;
     this.title = fields.title;
@@ -70,37 +46,28 @@ export class ApiError extends Error {
   }
 }
 
+/** An answer that is not this API's envelope (a proxy's page, a truncated body): its status, and its first 200 characters as the message. */
+export class NotAnApiAnswer extends ApiError {}
+
 export interface ClientOptions {
   /** The HTTPS origin, e.g. https://127.0.0.1:8443. */
   baseUrl: string;
   /** The key secret, sk-project-…. */
   apiKey: string;
-  /** PEM of a certificate to trust, e.g. the self-signed .data/tls/cert.pem of `npm start`. */
-  ca?: string | Buffer;
-  /** false accepts any certificate (a test server); prefer `ca`. */
-  rejectUnauthorized?: boolean;
   /** Milliseconds before a request (or a stream's opening) is given up, from its start (default 30,000). */
   timeoutMs?: number;
+  /** The fetch to send with (default: the global one). */
+  fetch?: Fetch;
 }
 
-interface Call {
+/** A call of `Client.call`: path parameters by name, the query, the JSON body, an X-Request-Id to send. */
+export interface Call {
   params?: Record<string, string>;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   requestId?: string;
 }
 
-export interface NewKey { name: string; scope?: string[] | null; expires_at?: number | null }
-export interface NewApp {
-  name: string;
-  description: string;
-  category?: string;
-  data: Array<{ type: string; name: string; placeholder?: string; required?: boolean }>;
-  instruction: Array<{ type: string; instruction: string }>;
-  status?: 'draft' | 'activated';
-  type?: 'private' | 'public';
-}
-export interface AppEdit { name?: string; description?: string; type?: 'private' | 'public' }
 export interface FollowOptions {
   /** Resume after this sequence (0: from the first event). */
   after?: number;
@@ -114,15 +81,34 @@ export interface FollowOptions {
   /** A stream silent this long is taken for a dead connection and reconnected (default 45,000: three of the service's 15 s heartbeats). */
   idleMs?: number;
 }
-export interface Paging { limit?: number; offset?: number }
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_RETRY_MS = 1000;
 const MIN_RETRY_MS = 100;
 const DEFAULT_IDLE_MS = 45_000;
+const PAGE_SIZE = 100;
+
+/** A body's chunks as they come; `onChunk` hears of each. Leaving early cancels the rest. */
+async function* chunksOf(body: ReadableStream<Uint8Array> | null, onChunk?: () => void): AsyncGenerator<Uint8Array> {
+  if (!body) return;
+  const reader = body.getReader();
+  let done = false;
+  try {
+    while (true) {
+      const read = await reader.read();
+      if ((done = read.done)) return;
+      onChunk?.();
+      yield read.value;
+    }
+  } finally {
+    if (!done) reader.cancel().catch(() => {});
+  }
+}
 
 /** The messages of a text/event-stream body (the WHATWG rules this service's streams use). */
-async function* serverSentEvents(body: AsyncIterable<Buffer>): AsyncGenerator<{ id?: string; event?: string; data?: string }> {
+async function* serverSentEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<{ id?: string; event?: string; data?: string }> {
   // One decoder for the whole body: a character split between two chunks is decoded whole.
   const decoder = new TextDecoder();
   let buffered = '';
@@ -147,8 +133,31 @@ async function* serverSentEvents(body: AsyncIterable<Buffer>): AsyncGenerator<{ 
   }
 }
 
-/** An answer that is not this API's envelope (a proxy's page, a truncated body): its status, and its first 200 characters as the message. */
-export class NotAnApiAnswer extends ApiError {}
+/** The code Node gives a failure, on it or (fetch's "fetch failed") on its cause. */
+function codeOf(err: unknown): string | undefined {
+  const { code, cause } = (err ?? {}) as { code?: unknown; cause?: { code?: unknown } };
+  if (typeof code === 'string') return code;
+  return typeof cause?.code === 'string' ? cause.code : undefined;
+}
+
+const timedOut = (message: string) => Object.assign(new Error(message), { code: 'ETIMEDOUT' });
+
+const requestIdOf = (res: FetchResponse) => res.headers.get('x-request-id') ?? undefined;
+
+/** A whole answer's text; a body cut off (the connection reset mid-answer) is no answer of this API, what cut it its cause. */
+async function textOf(res: FetchResponse): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = '';
+  try {
+    for await (const chunk of chunksOf(res.body)) text += decoder.decode(chunk, { stream: true });
+  } catch (err) {
+    throw new NotAnApiAnswer({
+      code: res.status, title: res.statusText, status: res.status, requestId: requestIdOf(res), cause: err,
+      message: `Not an answer of this API: the answer was cut off (${codeOf(err) ?? (err as Error).message})`,
+    });
+  }
+  return text + decoder.decode();
+}
 
 /**
  * A path parameter as one segment. `.`, `..` and nothing would name another path (`GET /v1/key/.`
@@ -159,13 +168,13 @@ function segment(name: string, value: string | undefined): string {
   return encodeURIComponent(value);
 }
 
+interface Envelope { code: number | string; title: string; response: unknown }
+
 /**
  * The envelope of an answer, or an ApiError saying the answer was none (not JSON, or JSON that is
  * not an object with a `code` and a `title`): a proxy's page, a truncated body.
  */
-function envelopeOf(res: IncomingMessage, body: Buffer): { code: number | string; title: string; response: unknown } {
-  const status = res.statusCode ?? 0;
-  const text = body.toString('utf8');
+function envelopeOf(res: FetchResponse, text: string): Envelope {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -174,41 +183,18 @@ function envelopeOf(res: IncomingMessage, body: Buffer): { code: number | string
   }
   const envelope = parsed as { code?: unknown; title?: unknown; response?: unknown } | null | undefined;
   if (typeof envelope !== 'object' || envelope === null || (typeof envelope.code !== 'number' && typeof envelope.code !== 'string') || typeof envelope.title !== 'string') {
-    throw new NotAnApiAnswer({ code: status, title: res.statusMessage ?? '', message: `Not an answer of this API: ${text.slice(0, 200)}`, status, requestId: requestIdOf(res) });
+    throw new NotAnApiAnswer({ code: res.status, title: res.statusText, message: `Not an answer of this API: ${text.slice(0, 200)}`, status: res.status, requestId: requestIdOf(res) });
   }
-  return envelope as { code: number | string; title: string; response: unknown };
+  return envelope as Envelope;
 }
-
-const requestIdOf = (res: IncomingMessage) => res.headers['x-request-id'] as string | undefined;
 
 /** A failure answered in the envelope, as an ApiError. */
-function failureOf(res: IncomingMessage, envelope: { code: number | string; title: string; response: unknown }): ApiError {
-  const retryAfter = Number(res.headers['retry-after']);
+function failureOf(res: FetchResponse, envelope: Envelope): ApiError {
+  const header = res.headers.get('retry-after');
+  const retryAfter = Number(header);
   return new ApiError({
-    code: envelope.code, title: envelope.title, message: String(envelope.response), status: res.statusCode ?? 0, requestId: requestIdOf(res),
-    ...(Number.isFinite(retryAfter) && res.headers['retry-after'] !== undefined ? { retryAfterSeconds: retryAfter } : {}),
-  });
-}
-
-/** Reads a whole answer; settles once, also when a step throws. */
-function readAnswer(res: IncomingMessage, done: (body: Buffer) => void, fail: (err: unknown) => void): void {
-  const chunks: Buffer[] = [];
-  res.on('data', (chunk: Buffer) => chunks.push(chunk));
-  // A body cut off (the connection reset or closed mid-answer) is no answer of this API either;
-  // what cut it stays its cause, by which a follower knows to reconnect.
-  res.on('error', (err: Error) => {
-    const status = res.statusCode ?? 0;
-    fail(new NotAnApiAnswer({
-      code: status, title: res.statusMessage ?? '', status, requestId: requestIdOf(res), cause: err,
-      message: `Not an answer of this API: the answer was cut off (${(err as NodeJS.ErrnoException).code ?? err.message})`,
-    }));
-  });
-  res.on('end', () => {
-    try {
-      done(Buffer.concat(chunks));
-    } catch (err) {
-      fail(err);
-    }
+    code: envelope.code, title: envelope.title, message: String(envelope.response), status: res.status, requestId: requestIdOf(res),
+    ...(header !== null && Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {}),
   });
 }
 
@@ -217,57 +203,75 @@ function readAnswer(res: IncomingMessage, done: (body: Buffer) => void, fail: (e
  * a connection cut) and the service, or a proxy in front of it, saying to wait (429, 502-504).
  * Anything else, an untrusted certificate, a refused key, a bad filter, ends the follow.
  */
-const RECONNECTABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+const RECONNECTABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND',
+  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT',
+]);
 function reconnectable(err: unknown): boolean {
   if (err instanceof NotAnApiAnswer && err.cause !== undefined) return reconnectable(err.cause);
   if (err instanceof ApiError) return [429, 502, 503, 504].includes(err.status);
-  return RECONNECTABLE_CODES.has((err as NodeJS.ErrnoException | null)?.code ?? '');
+  const code = codeOf(err);
+  // A browser's fetch tells a network failure by a bare TypeError, and nothing more.
+  return code === undefined ? err instanceof TypeError : RECONNECTABLE_CODES.has(code);
+}
+
+/**
+ * A controller that aborts when any of `signals` does, with its reason, and `release` to unhook it
+ * once its work is over (AbortSignal.any would stay hooked to the client's lifelong one).
+ */
+function linked(signals: AbortSignal[]): { controller: AbortController; release: () => void } {
+  const controller = new AbortController();
+  const unhooks = signals.map((signal) => {
+    const abort = () => controller.abort(signal.reason);
+    if (signal.aborted) abort();
+    else signal.addEventListener('abort', abort, { once: true });
+    return () => signal.removeEventListener('abort', abort);
+  });
+  return { controller, release: () => unhooks.forEach((unhook) => unhook()) };
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
+    if (signal.aborted) return resolve();
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
+      signal.removeEventListener('abort', done);
       resolve();
     }
-    signal?.addEventListener('abort', done);
+    signal.addEventListener('abort', done);
   });
 }
 
-const PAGE_SIZE = 100;
-
 export class Client {
   private readonly options: ClientOptions;
-  private readonly agent: https.Agent;
+  private readonly fetch: Fetch;
+  private readonly closed = new AbortController();
 
   readonly keys = {
-    list: (paging: Paging = {}) => this.call('keyList', { query: { ...paging } }) as Promise<Page<ApiKey>>,
-    iterate: (pageSize = PAGE_SIZE) => this.iterate<ApiKey>((paging) => this.keys.list(paging), pageSize),
-    current: () => this.call('keyCurrent') as Promise<ApiKey>,
-    get: (keyId: string) => this.call('keyGet', { params: { key_id: keyId } }) as Promise<ApiKey>,
-    create: (key: NewKey) => this.call('keyCreate', { body: key }) as Promise<ApiKeyWithSecret>,
+    list: (paging: Paging = {}): Promise<Page<ApiKey>> => this.call('keyList', { query: { ...paging } }),
+    iterate: (pageSize = PAGE_SIZE) => this.iterate((paging) => this.keys.list(paging), pageSize),
+    current: () => this.call('keyCurrent'),
+    get: (keyId: string) => this.call('keyGet', { params: { key_id: keyId } }),
+    create: (key: NewKey) => this.call('keyCreate', { body: key }),
     revoke: (keyId: string) => this.call('keyRevoke', { params: { key_id: keyId } }),
-    roll: (keyId: string, options: { grace_s?: number | null } = {}) =>
-      this.call('keyRoll', { params: { key_id: keyId }, body: options }) as Promise<ApiKeyWithSecret>,
+    roll: (keyId: string, options: Bodies['keyRoll'] = {}) => this.call('keyRoll', { params: { key_id: keyId }, body: options }),
   };
 
   readonly apps = {
     create: (app: NewApp) => this.call('appCreate', { body: app }),
-    list: (paging: Paging = {}) => this.call('appList', { query: { ...paging } }) as Promise<Page<AppListEntry>>,
-    iterate: (pageSize = PAGE_SIZE) => this.iterate<AppListEntry>((paging) => this.apps.list(paging), pageSize),
-    get: (appId: string) => this.call('appGet', { params: { app_id: appId } }) as Promise<App>,
+    list: (paging: Paging = {}): Promise<Page<AppListEntry>> => this.call('appList', { query: { ...paging } }),
+    iterate: (pageSize = PAGE_SIZE) => this.iterate((paging) => this.apps.list(paging), pageSize),
+    get: (appId: string) => this.call('appGet', { params: { app_id: appId } }),
     update: (appId: string, edit: AppEdit) => this.call('appUpdate', { params: { app_id: appId }, body: edit }),
     delete: (appId: string) => this.call('appDelete', { params: { app_id: appId } }),
   };
 
   readonly events = {
     /** The newest 100 events and the total (the contract gives this list no paging). */
-    list: () => this.call('eventList') as Promise<Page<Event>>,
-    get: (eventId: string) => this.call('eventGet', { params: { event_id: eventId } }) as Promise<Event>,
+    list: (): Promise<Page<Event>> => this.call('eventList'),
+    get: (eventId: string) => this.call('eventGet', { params: { event_id: eventId } }),
     /**
      * Follows the trail live (GET /v1/event/stream): every event after `after` (or, without it,
      * those recorded after the newest the feed shows when called), in sequence order, reconnecting
@@ -278,17 +282,17 @@ export class Client {
   };
 
   constructor(options: ClientOptions) {
+    if (!options.fetch && ('ca' in options || 'rejectUnauthorized' in options)) {
+      throw new TypeError('ca and rejectUnauthorized are options of the Node client (node.ts; the package\'s ./node)');
+    }
     this.options = options;
-    this.agent = new https.Agent({
-      keepAlive: true,
-      ...(options.ca ? { ca: options.ca } : {}),
-      ...(options.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
-    });
+    // The global fetch is called as a function of its own: a browser's refuses another `this`.
+    this.fetch = options.fetch ?? ((url, init) => fetch(url, init));
   }
 
-  /** Closes the kept-alive connections. */
+  /** Ends the requests and streams in flight; a closed client sends nothing more. */
   close(): void {
-    this.agent.destroy();
+    this.closed.abort(new Error('The client was closed.'));
   }
 
   /**
@@ -304,12 +308,21 @@ export class Client {
   }
 
   private async *follow(options: FollowOptions): AsyncGenerator<Event> {
+    const following = linked(options.signal ? [options.signal, this.closed.signal] : [this.closed.signal]);
+    try {
+      yield* this.followUntilAborted(options, following.controller.signal);
+    } finally {
+      following.release();
+    }
+  }
+
+  private async *followUntilAborted(options: FollowOptions, signal: AbortSignal): AsyncGenerator<Event> {
     let after = options.after;
     const retryMs = Math.max(options.retryMs ?? DEFAULT_RETRY_MS, MIN_RETRY_MS);
-    while (!options.signal?.aborted) {
+    while (!signal.aborted) {
       let waitMs = retryMs;
       const waitOut = (err: unknown) => {
-        if (options.signal?.aborted) return undefined;
+        if (signal.aborted) return undefined;
         if (!reconnectable(err)) throw err;
         waitMs = Math.max(retryMs, ((err as ApiError).retryAfterSeconds ?? 0) * 1000);
         return undefined;
@@ -320,40 +333,52 @@ export class Client {
       const url = new URL(ROUTES.eventStream.path, this.options.baseUrl);
       for (const type of options.types ?? []) url.searchParams.append('type', type);
       if (options.actor) url.searchParams.set('actor', options.actor);
-      const res = after === undefined ? undefined : await this.openStream(url, after, options.signal).catch(waitOut);
-      if (res) {
-        // A connection gone silent (a peer vanished without a reset) is taken for dead.
-        res.setTimeout(options.idleMs ?? DEFAULT_IDLE_MS, () => res.destroy());
-        try {
-          for await (const message of serverSentEvents(res)) {
-            if (message.id !== undefined) after = Number(message.id);
-            if (message.data !== undefined) yield JSON.parse(message.data) as Event;
+      const connection = linked([signal]);
+      const stream = connection.controller;
+      try {
+        const res = after === undefined ? undefined : await this.openStream(url, after, stream).catch(waitOut);
+        if (res) {
+          // A connection gone silent (a peer vanished without a reset) is taken for dead.
+          const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
+          let idle = setTimeout(() => stream.abort(), idleMs);
+          const heard = () => {
+            clearTimeout(idle);
+            idle = setTimeout(() => stream.abort(), idleMs);
+          };
+          try {
+            for await (const message of serverSentEvents(chunksOf(res.body, heard))) {
+              if (message.id !== undefined) after = Number(message.id);
+              if (message.data !== undefined) yield JSON.parse(message.data) as Event;
+            }
+          } catch {
+            // Dropped: reconnect from the last id.
+          } finally {
+            clearTimeout(idle);
           }
-        } catch {
-          // Dropped: reconnect from the last id.
         }
+      } finally {
+        stream.abort();
+        connection.release();
       }
-      if (options.signal?.aborted) return;
-      await pause(waitMs, options.signal);
+      if (signal.aborted) return;
+      await pause(waitMs, signal);
     }
   }
 
-  private openStream(url: URL, after: number, signal: AbortSignal | undefined): Promise<IncomingMessage> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'text/event-stream', 'last-event-id': String(after) };
+  /** The event stream's answer once its headers came, or its failure; `stream` ends it. */
+  private async openStream(url: URL, after: number, stream: AbortController): Promise<FetchResponse> {
+    const headers = { authorization: `Bearer ${this.options.apiKey}`, accept: 'text/event-stream', 'last-event-id': String(after) };
     const timeoutMs = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    return new Promise((resolve, reject) => {
-      const req = https.request(url, { method: 'GET', headers, agent: this.agent, ...(signal ? { signal } : {}) }, (res) => {
-        clearTimeout(opening);
-        if (res.statusCode === 200) return resolve(res);
-        readAnswer(res, (body) => reject(failureOf(res, envelopeOf(res, body))), reject);
-      });
-      const opening = setTimeout(() => req.destroy(Object.assign(new Error(`the event stream did not open within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })), timeoutMs);
-      req.on('error', (err) => {
-        clearTimeout(opening);
-        reject(err);
-      });
-      req.end();
-    });
+    const timer = setTimeout(() => stream.abort(timedOut(`the event stream did not open within ${timeoutMs} ms`)), timeoutMs);
+    try {
+      const res = await this.fetch(url.href, { method: 'GET', headers, signal: stream.signal });
+      if (res.status === 200) return res;
+      throw failureOf(res, envelopeOf(res, await textOf(res)));
+    } catch (err) {
+      throw stream.signal.aborted ? stream.signal.reason : err;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async *iterate<T>(page: (paging: Required<Paging>) => Promise<Page<T>>, pageSize: number): AsyncGenerator<T> {
@@ -364,35 +389,27 @@ export class Client {
     }
   }
 
-  private send(method: Method, url: URL, call: Call): Promise<unknown> {
-    const payload = call.body === undefined ? undefined : Buffer.from(JSON.stringify(call.body));
+  private async send(method: Method, url: URL, call: Call): Promise<unknown> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'application/json' };
-    if (payload) {
-      headers['content-type'] = 'application/json';
-      headers['content-length'] = String(payload.length);
-    }
+    if (call.body !== undefined) headers['content-type'] = 'application/json';
     if (call.requestId) headers['x-request-id'] = call.requestId;
     const timeoutMs = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    return new Promise((resolve, reject) => {
-      const req = https.request(url, { method, headers, agent: this.agent }, (res) => {
-        readAnswer(res, (body) => {
-          clearTimeout(deadline);
-          const envelope = envelopeOf(res, body);
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) resolve(envelope.response);
-          else reject(failureOf(res, envelope));
-        }, (err) => {
-          clearTimeout(deadline);
-          reject(err);
-        });
+    // From the request's start to its answer's end, however slowly the answer trickles in.
+    const { controller: deadline, release } = linked([this.closed.signal]);
+    const timer = setTimeout(() => deadline.abort(timedOut(`${method} ${url.pathname}: no answer within ${timeoutMs} ms`)), timeoutMs);
+    try {
+      const res = await this.fetch(url.href, {
+        method, headers, signal: deadline.signal,
+        ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
       });
-      // From the request's start to its answer's end, however slowly the answer trickles in.
-      const deadline = setTimeout(() => req.destroy(new Error(`${method} ${url.pathname}: no answer within ${timeoutMs} ms`)), timeoutMs);
-      req.on('error', (err) => {
-        clearTimeout(deadline);
-        reject(err);
-      });
-      req.end(payload);
-    });
+      const envelope = envelopeOf(res, await textOf(res));
+      if (res.status >= 200 && res.status < 300) return envelope.response;
+      throw failureOf(res, envelope);
+    } catch (err) {
+      throw deadline.signal.aborted ? deadline.signal.reason : err;
+    } finally {
+      clearTimeout(timer);
+      release();
+    }
   }
 }

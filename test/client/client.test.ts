@@ -1,13 +1,14 @@
-// The typed client (client/index.ts) against the real service over real HTTPS: one method per
-// endpoint, typed results, ApiError with the envelope's members and the request id, lists as
-// async iterators over limit/offset, and TLS with the service's self-signed certificate.
+// The typed client against the real service over real HTTPS, as node.ts sends it (index.ts's
+// Client over node:https): one method per endpoint, typed results, ApiError with the envelope's
+// members and the request id, lists as async iterators over limit/offset, and TLS with the
+// service's self-signed certificate. test/client/package.test.ts runs the global fetch's way.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { ApiError, Client, NotAnApiAnswer, ROUTES, type ApiKeyWithSecret, type App } from '../../client/index.ts';
+import { ApiError, Client, NotAnApiAnswer, ROUTES, type ApiKeyWithSecret, type App } from '../../client/node.ts';
 import { ENDPOINTS } from '../../gateway/endpoints/registry.ts';
 import { appBody } from '../apps/helpers.ts';
 import { MESSAGES } from '../support/assertions.ts';

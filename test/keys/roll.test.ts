@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { Client } from '../../client/index.ts';
+import { Client } from '../../client/node.ts';
 import { expireDueKeys } from '../../domain/keys.ts';
 import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { ID, SECRET } from '../support/ids.ts';
