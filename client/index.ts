@@ -244,6 +244,21 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+export type Checkpoint = Responses['eventCheckpoint'];
+
+/**
+ * Whether a checkpoint's signature holds under a raw Ed25519 public key (base64, as
+ * /.well-known/audit-keys.json lists it): what a third party runs, with WebCrypto, in Node or a browser.
+ */
+export async function verifyCheckpoint(checkpoint: Checkpoint, publicKeyBase64: string): Promise<boolean> {
+  const bytes = (base64: string) => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  const raw = bytes(publicKeyBase64);
+  if (raw.length !== 32) return false;
+  const key = await crypto.subtle.importKey('raw', raw, { name: 'Ed25519' }, false, ['verify']);
+  const text = `pms-audit-checkpoint/v1\n${checkpoint.project}\n${checkpoint.sequence}\n${checkpoint.hash}\n${checkpoint.created_at}\n`;
+  return crypto.subtle.verify({ name: 'Ed25519' }, key, bytes(checkpoint.signature), new TextEncoder().encode(text));
+}
+
 export class Client {
   private readonly options: ClientOptions;
   private readonly fetch: Fetch;
@@ -272,6 +287,8 @@ export class Client {
     /** The newest 100 events and the total (the contract gives this list no paging). */
     list: (): Promise<Page<Event>> => this.call('eventList'),
     get: (eventId: string) => this.call('eventGet', { params: { event_id: eventId } }),
+    /** The project's latest signed checkpoint, or the one made at exactly `sequence`. */
+    checkpoint: (sequence?: number) => this.call('eventCheckpoint', { query: sequence === undefined ? {} : { sequence } }),
     /**
      * Follows the trail live (GET /v1/event/stream): every event after `after` (or, without it,
      * those recorded after the newest the feed shows when called), in sequence order, reconnecting

@@ -3,9 +3,11 @@
 // public key from /.well-known/audit-keys.json; checked by `workspace events verify`.
 import assert from 'node:assert/strict';
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { verifyCheckpoint } from '../../client/index.ts';
+import { ApiError, Client } from '../../client/node.ts';
 import { loadSigner } from '../../domain/checkpoints.ts';
 import { verifyProjectChain } from '../../domain/projects.ts';
 import { readConfig } from '../../lib/config.ts';
@@ -139,5 +141,23 @@ test('without AUDIT_SIGNING_KEY a key is made once under DATA_DIR, readable by i
   for (const bad of ['not a key', rsa]) {
     assert.throws(() => loadSigner(readConfig({ AUDIT_SIGNING_KEY: bad })),
       (err) => err instanceof StartupError && err.message === 'AUDIT_SIGNING_KEY must be an Ed25519 private key in PKCS#8 PEM.');
+  }
+});
+
+test('the typed client reads a checkpoint and verifyCheckpoint checks it with the public key alone', async () => {
+  const p = await service.createProject('Client verifies');
+  await checkpointAt(p, 2);
+  const client = new Client({ baseUrl: service.baseUrl, apiKey: p.key, ca: readFileSync(service.config.tlsCertFile!) });
+  try {
+    const kept = await client.events.checkpoint();
+    assert.deepEqual(await client.events.checkpoint(2), kept);
+    const published = rawPublic.toString('base64');
+    assert.equal(await verifyCheckpoint(kept, published), true);
+    assert.equal(await verifyCheckpoint({ ...kept, hash: '0'.repeat(64) }, published), false, 'a rewritten head');
+    const other = Buffer.from(generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!, 'base64url');
+    assert.equal(await verifyCheckpoint(kept, other.toString('base64')), false, 'another key');
+    await assert.rejects(client.events.checkpoint(99_999), (err: unknown) => err instanceof ApiError && err.status === 404 && err.message === 'Checkpoint not found.');
+  } finally {
+    client.close();
   }
 });
