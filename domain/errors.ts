@@ -12,6 +12,7 @@ export const TITLES: Readonly<Record<number, string>> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   408: 'Request Timeout',
+  409: 'Conflict',
   413: 'Payload Too Large',
   422: 'Unprocessable entity',
   429: 'Too Many Requests',
@@ -86,6 +87,9 @@ export const errors = {
   streamUnknownType: (name: string) => new ApiError(422, `Unknown event type: ${name}.`),
   streamsFull: () => new ApiError(503, 'Too many event streams are open. Retry later.', STREAMS_RETRY_AFTER_SECONDS),
   checkpointNotFound: fail(404, 'Checkpoint not found.'),
+  idempotencyKeyInvalid: fail(400, 'Idempotency-Key must be 1 to 255 visible ASCII characters.'),
+  idempotencyMismatch: fail(422, 'Idempotency-Key was already used with a different request.'),
+  idempotencyInProgress: () => new ApiError(409, 'A request with this Idempotency-Key is in progress.', RETRY_AFTER_SECONDS),
   checkpointSequence: fail(422, 'sequence must be a positive integer.'),
 
   appNotFound: fail(404, 'App not found.'),

@@ -55,6 +55,7 @@ export interface JobPayloads {
   'app.totals': TotalsJob;
   /** Carries nothing: the heads to sign are read when it runs. */
   'audit.checkpoint': object;
+  'idempotency.purge': object;
 }
 
 export type QueueName = keyof JobPayloads;

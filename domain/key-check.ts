@@ -2,7 +2,7 @@
 // first statement, or its change's BEGIN. An answer no statement carried the check to waits for a
 // check of its own, so a refused key is still answered first.
 import type pg from 'pg';
-import { queryFile, type Database, type Statement } from '../lib/pool.ts';
+import { queryFile, transactionWords, type Database, type Statement } from '../lib/pool.ts';
 import { fillTemplate } from '../lib/sql-files.ts';
 import { SQLSTATE } from '../lib/sqlstate.ts';
 import { ApiError, errors } from './errors.ts';
@@ -83,8 +83,12 @@ export class KeyCheckedDatabase implements Database {
     return this.#pool.connect();
   }
 
+  get nested(): boolean | undefined {
+    return this.#pool.nested;
+  }
+
   async begin(client: pg.PoolClient): Promise<void> {
-    const text = fillTemplate('key_check_begin', { key: client.escapeLiteral(this.#keyId) });
+    const text = fillTemplate('key_check_begin', { begin: transactionWords(this).begin, key: client.escapeLiteral(this.#keyId) });
     const results = await client.query(text) as unknown as pg.QueryResult[];
     this.#settle(results[1]?.rows[0]?.key_check);
   }

@@ -27,6 +27,14 @@ export interface DomainRequest {
   keyChecked: boolean;
   ip: string;
   requestId: string;
+  /** A POST, PATCH or DELETE sent with a valid Idempotency-Key. */
+  idempotency?: Idempotency;
+}
+
+/** An Idempotency-Key and what a retry under it must match: the method, path and parsed body, hashed. */
+export interface Idempotency {
+  key: string;
+  fingerprint: string;
 }
 
 export interface DomainResult<Response = unknown> {
@@ -55,6 +63,10 @@ export interface SerializedResult {
   json: string | undefined;
   /** The caller's key was refused by its check: the gateway forgets it. */
   refusedKey?: true;
+  /** A kept answer, replayed for a retry (Idempotent-Replayed). */
+  replayed?: true;
+  /** Seconds for Retry-After. */
+  retryAfter?: number;
 }
 
 export const list = <Item>(data: Item[], total: number) => ({ object: 'list' as const, data, total });

@@ -77,7 +77,10 @@ export async function change<T>(services: Services, fn: (tx: Tx) => Promise<T>):
  * one round trip. `checkedKey` is null when no key makes the change.
  */
 export async function changeByStatement<T>(services: Services, fn: (db: Queryable, checkedKey: string | null) => Promise<T>): Promise<T> {
-  const alone: Queryable = { query: (config) => statementAlone(services.pool, config) };
+  // In an idempotent request's transaction the statement is one of its own (domain/idempotency.ts).
+  const alone: Queryable = services.db.nested
+    ? { query: async (config) => (await services.db.connect()).query(config) }
+    : { query: (config) => statementAlone(services.pool, config) };
   const result = await retryingDeadlocks(() => fn(alone, changeKeyOf(services.db))).catch((err: unknown) => {
     throw changeKeyRefusal(err);
   });

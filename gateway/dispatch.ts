@@ -2,6 +2,7 @@
 // inline, else by one message to a pool thread and one { status, json } back; then the envelope.
 import { Piscina } from 'piscina';
 import type { Response } from 'restify';
+import { IDEMPOTENT_METHODS, idempotencyOf } from '../domain/idempotency.ts';
 import { keyRefusal, withKeyCheck } from '../domain/key-check.ts';
 import { errors, type ApiError } from '../domain/errors.ts';
 import { responseJson, type DomainRequest, type SerializedResult } from '../domain/requests.ts';
@@ -45,11 +46,15 @@ export function createWorkerPool(config: Config, databaseUrl: string): WorkerPoo
 
 /** Step 8 and the request a handler sees. Any body must be a JSON object, even one nothing reads. */
 function domainRequest(req: GatewayRequest): DomainRequest {
-  const body = parseJsonObject(req.rawBody);
+  const method = req.method ?? '';
+  const parsed = parseJsonObject(req.rawBody);
+  const body = BODY_METHODS.has(method) ? parsed : {};
+  const idempotency = IDEMPOTENT_METHODS.has(method) ? idempotencyOf(req.headers['idempotency-key'], method, req.url ?? '', body) : undefined;
   return {
+    ...(idempotency ? { idempotency } : {}),
     params: { ...(req.params as Record<string, string>) },
     query: queryOf(req.getQuery()),
-    body: BODY_METHODS.has(req.method ?? '') ? body : {},
+    body,
     caller: req.caller!,
     keyChecked: req.callerChecked === true,
     ip: req.clientIp,
@@ -127,12 +132,12 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
     pool.run({ endpoint: name as PoolEndpointName, request }).then((result) => {
       // piscina's finished-task record keeps this result reachable until a full GC; dropping the
       // text here keeps it from being promoted to old space with the record.
-      const { status, json, refusedKey } = result;
+      const { status, json, refusedKey, replayed, retryAfter } = result;
       result.json = undefined;
       // The riding key check refused: the one error path's answer, refusal floor and all.
       if (refusedKey) return void fail(req, res, keyRefusal(status === 401)).finally(() => next(false));
       if (status === 503) void fail(req, res, errors.unavailable());
-      else sendSerializedEnvelope(res, status, json!);
+      else sendSerializedEnvelope(res, status, json!, answerHeaders(replayed, retryAfter));
       next(false);
     }, (err: unknown) => {
       // A thread that died under the task.
@@ -141,6 +146,13 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       next(false);
     });
   };
+}
+
+function answerHeaders(replayed: true | undefined, retryAfter: number | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (replayed) headers['Idempotent-Replayed'] = 'true';
+  if (retryAfter !== undefined) headers['Retry-After'] = String(retryAfter);
+  return headers;
 }
 
 function queryOf(raw: string): Record<string, string | string[]> {

@@ -10,8 +10,8 @@ export function sendEnvelope(res: Response, status: number, response: unknown, h
 }
 
 /** A pool thread's answer, its `response` serialised there. */
-export function sendSerializedEnvelope(res: Response, status: number, responseJson: string | undefined): void {
-  writeEnvelope(res, status, status, responseJson, {});
+export function sendSerializedEnvelope(res: Response, status: number, responseJson: string | undefined, headers: Record<string, string> = {}): void {
+  writeEnvelope(res, status, status, responseJson, headers);
 }
 
 function writeEnvelope(res: Response, status: number, code: number | string, responseJson: string | undefined, headers: Record<string, string>): void {

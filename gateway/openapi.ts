@@ -3,6 +3,7 @@
 // messages, the bearer scheme and the scope each operation needs. Served at GET /openapi.json
 // and committed at docs/openapi.json (`npm run docs` writes it; a test fails when they differ).
 // It lints clean with Redocly's recommended rules (redocly.yaml; test/docs/lint.test.ts).
+import { IDEMPOTENT_METHODS } from '../domain/idempotency.ts';
 import { ApiError, errors, TITLES } from '../domain/errors.ts';
 import type { Endpoint, ErrorDoc, JsonSchema } from './endpoints/endpoint.ts';
 import { allEndpoints } from './endpoints/registry.ts';
@@ -62,9 +63,19 @@ function sharedFailures(endpoint: Endpoint): ErrorDoc[] {
   return [
     errors.noKey, errors.keyExpired, errors.keyRefused, scope, () => errors.tooManyRefusals(1), errors.bodyTooLarge,
     ...(endpoint.runs !== 'reserved' ? [errors.invalidJson, errors.tooDeep, errors.unstorableText] : []),
+    ...(idempotent(endpoint) ? [errors.idempotencyKeyInvalid, errors.idempotencyMismatch, errors.idempotencyInProgress] : []),
     errors.internal, errors.unavailable,
   ];
 }
+
+/** An operation that takes an Idempotency-Key: a write that does work (decisions.md, "Idempotent retries"). */
+const idempotent = (endpoint: Endpoint) => endpoint.runs === 'pool' && IDEMPOTENT_METHODS.has(endpoint.method);
+
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key', in: 'header', required: false,
+  description: 'Makes a retry safe: the first answer is kept 24 hours and replayed (Idempotent-Replayed: true) for the same method, path and body.',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+};
 
 function parameters(endpoint: Endpoint): object[] {
   const params = Object.entries(endpoint.request?.params ?? {}).map(([name, schema]) => ({ name, in: 'path', required: true, schema }));
@@ -74,7 +85,7 @@ function parameters(endpoint: Endpoint): object[] {
   const headers = Object.entries(endpoint.runs === 'stream' ? endpoint.headers : {}).map(([name, schema]) => ({
     name, in: 'header', required: false, ...(typeof schema.description === 'string' ? { description: schema.description } : {}), schema,
   }));
-  return [...params, ...query, ...headers];
+  return [...params, ...query, ...headers, ...(idempotent(endpoint) ? [IDEMPOTENCY_KEY] : [])];
 }
 
 /** Which failures of one status a shared response of components.responses stands for. */

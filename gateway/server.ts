@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import restify from 'restify';
 import { errors } from '../domain/errors.ts';
+import { sealingKeyOf } from '../domain/idempotency.ts';
 import type { Config } from '../lib/config.ts';
 import { openLanedDatabase } from '../lib/lanes.ts';
 import type { Logger } from '../lib/log.ts';
@@ -94,6 +95,8 @@ function logRequests(server: restify.Server, requests: RequestLog): void {
 }
 
 export async function startGateway(config: Config, log: Logger, databaseUrl: string): Promise<Gateway> {
+  // Read (or made) before the threads start: a bad SEALING_KEY stops the start, not a request.
+  sealingKeyOf(config);
   const tls = await loadCertificate(config);
   const db = openLanedDatabase(config, log, databaseUrl);
   const known = new KnownKeys(db, config.keyMemorySize);

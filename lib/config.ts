@@ -58,6 +58,8 @@ export interface Config {
   dbStatementTimeoutMs: number;
   /** The audit checkpoints' Ed25519 key (PKCS#8 PEM); absent: one made once under dataDir. */
   auditSigningKey: string | undefined;
+  /** AES-256-GCM key (base64 of 32 bytes) sealing kept idempotent answers; absent: one made once under dataDir. */
+  sealingKey: string | undefined;
   /** The least time between two checkpoints of one project. */
   checkpointIntervalS: number;
 }
@@ -177,6 +179,7 @@ export function readConfig(env = process.env): Config {
     // Under the silence after which proxies drop a connection; twice it must fit a timer.
     eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 1, Math.floor(MAX_MS / 2)),
     auditSigningKey: env.AUDIT_SIGNING_KEY || undefined,
+    sealingKey: env.SEALING_KEY || undefined,
     checkpointIntervalS: int(env, 'CHECKPOINT_INTERVAL_S', 60, 1, 86_400),
     logLevel: logLevel(env.LOG_LEVEL),
     logFile: logFile(env.LOG_FILE),

@@ -76,6 +76,8 @@ export interface Database extends Queryable {
   connect(): Promise<pg.PoolClient>;
   /** Opens the transaction on a client of this database; a pool's is a plain BEGIN. */
   begin?(client: pg.PoolClient): Promise<void>;
+  /** A transaction is open on its one connection already: a change nests as a savepoint. */
+  readonly nested?: boolean;
 }
 
 /**
@@ -103,21 +105,43 @@ export interface TransactionEnd {
 /** What separates the statements of a COMMIT's message. */
 export const STATEMENT_SEPARATOR = '\n;\n';
 
+const TOP_LEVEL = { begin: 'BEGIN', commit: 'COMMIT', rollback: 'ROLLBACK' };
+const NESTED = { begin: 'SAVEPOINT pms_change', commit: 'RELEASE SAVEPOINT pms_change', rollback: 'ROLLBACK TO SAVEPOINT pms_change' };
+
+/** How a change on `db` begins and ends: a transaction, or a savepoint in the one already open. */
+export const transactionWords = (db: Pick<Database, 'nested'>) => (db.nested ? NESTED : TOP_LEVEL);
+
 export async function withTransaction<T>(db: Database, fn: (client: pg.PoolClient, end: TransactionEnd) => Promise<T>): Promise<T> {
   const client = await db.connect();
   let broken = false;
   try {
+    const words = transactionWords(db);
     if (db.begin) await db.begin(client);
-    else await client.query('BEGIN');
+    else await client.query(words.begin);
     const end: TransactionEnd = { statements: [] };
     const value = await fn(client, end);
-    await client.query([...end.statements, 'COMMIT'].join(STATEMENT_SEPARATOR));
+    await client.query([...end.statements, words.commit].join(STATEMENT_SEPARATOR));
     return value;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => { broken = true; });
+    await client.query(transactionWords(db).rollback).catch(() => { broken = true; });
     throw err;
   } finally {
     // A client whose ROLLBACK failed has a dead or confused connection: destroy, do not reuse.
     client.release(broken);
   }
+}
+
+/**
+ * A transaction already open on one connection, as a Database: changes run in it nest as
+ * savepoints, and what they connect to is that connection, which they cannot release.
+ */
+export function openTransaction(client: pg.PoolClient): Database {
+  const borrowed = new Proxy(client, {
+    get(target, property) {
+      if (property === 'release') return () => {};
+      const value: unknown = Reflect.get(target, property);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { nested: true, query: (config) => client.query(config), connect: async () => borrowed };
 }

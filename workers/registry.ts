@@ -4,6 +4,7 @@ import { appTotals } from './app-totals.ts';
 import { auditCheckpoint } from './audit-checkpoint.ts';
 import { auditDrain } from './audit-drain.ts';
 import { auditWrite } from './audit-write.ts';
+import { idempotencyPurge } from './idempotency-purge.ts';
 import { keyExpire } from './key-expire.ts';
 import type { JobQueue } from './queue.ts';
 import { runFinished } from './run-finished.ts';
@@ -15,6 +16,7 @@ const BY_NAME: { [N in QueueName]: JobQueue<N> } = {
   'run.finished': runFinished,
   'app.totals': appTotals,
   'audit.checkpoint': auditCheckpoint,
+  'idempotency.purge': idempotencyPurge,
 };
 
 export const JOB_QUEUES: readonly JobQueue[] = Object.values(BY_NAME);

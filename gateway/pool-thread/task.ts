@@ -2,12 +2,13 @@
 // failure becomes a result here, so the gateway only relays what comes back.
 import { workerData } from 'node:worker_threads';
 import { ApiError, errors, isDatabaseUnavailable } from '../../domain/errors.ts';
+import { answerIdempotently } from '../../domain/idempotency.ts';
 import { KeyRefusal, withKeyCheck } from '../../domain/key-check.ts';
 import { responseJson, type DomainRequest, type DomainResult, type SerializedResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
 import { ENDPOINTS, type PoolEndpointName } from '../endpoints/registry.ts';
 import type { Config } from '../../lib/config.ts';
-import { createPool } from '../../lib/pool.ts';
+import { createPool, type Database } from '../../lib/pool.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger, errorFields } from '../../lib/log.ts';
 
@@ -36,19 +37,24 @@ function ready(): Promise<Services> {
   return services;
 }
 
-function failure(err: ApiError): DomainResult {
-  return { status: err.status, response: err.message };
+type TaskResult = DomainResult & { refusedKey?: true; replayed?: true; retryAfter?: number };
+
+function failure(err: ApiError): TaskResult {
+  return { status: err.status, response: err.message, ...(err.retryAfterSeconds !== undefined ? { retryAfter: err.retryAfterSeconds } : {}) };
 }
 
 export default async function runTask(task: PoolTask): Promise<SerializedResult> {
   const result = await resultOf(task);
-  return { status: result.status, json: responseJson(result), ...(result.refusedKey ? { refusedKey: true } : {}) };
+  const { status, refusedKey, replayed, retryAfter } = result;
+  return { status, json: responseJson(result), ...(refusedKey ? { refusedKey } : {}), ...(replayed ? { replayed } : {}), ...(retryAfter !== undefined ? { retryAfter } : {}) };
 }
 
-async function resultOf({ endpoint, request }: PoolTask): Promise<DomainResult & { refusedKey?: true }> {
+async function resultOf({ endpoint, request }: PoolTask): Promise<TaskResult> {
   try {
     const base = await ready();
-    return await withKeyCheck<DomainResult>(pool, request, (db) => ENDPOINTS[endpoint].handler({ ...base, db }, request));
+    const run = (db: Database) => withKeyCheck<DomainResult>(db, request, (checked) => ENDPOINTS[endpoint].handler({ ...base, db: checked }, request));
+    const { idempotency } = request;
+    return idempotency ? await answerIdempotently(base, { ...request, idempotency }, run) : await run(pool);
   } catch (err) {
     if (err instanceof KeyRefusal) return { ...failure(err), refusedKey: true };
     if (err instanceof ApiError) return failure(err);

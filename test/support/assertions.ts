@@ -15,6 +15,7 @@ export const TITLES: Readonly<Record<number, string>> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   408: 'Request Timeout',
+  409: 'Conflict',
   413: 'Payload Too Large',
   422: 'Unprocessable entity',
   429: 'Too Many Requests',

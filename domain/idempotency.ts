@@ -1,0 +1,148 @@
+// Idempotent retries: the first answer to a request sent with an Idempotency-Key is kept, sealed,
+// in the same transaction as its change, so a retry gets that answer and never a second change.
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import canonicalize from 'canonicalize';
+import type pg from 'pg';
+import type { Config } from '../lib/config.ts';
+import { requestJob } from '../lib/jobs.ts';
+import { openTransaction, queryFile, type Database } from '../lib/pool.ts';
+import { StartupError } from '../lib/startup-error.ts';
+import { ApiError, errors } from './errors.ts';
+import { DRAIN_QUEUE } from './jobs.ts';
+import { KeyRefusal } from './key-check.ts';
+import { responseJson, type DomainRequest, type DomainResult, type Idempotency } from './requests.ts';
+import type { Services } from './services.ts';
+
+export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH', 'DELETE']);
+const VISIBLE_ASCII = /^[\x21-\x7e]{1,255}$/;
+const SEALING_KEY_BYTES = 32;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const KEY_FILE = 'sealing-key';
+
+/** The header's value checked; a request without it is undefined, one with a bad value 400. */
+export function idempotencyOf(header: string | string[] | undefined, method: string, pathAndQuery: string, body: unknown): Idempotency | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !VISIBLE_ASCII.test(header)) throw errors.idempotencyKeyInvalid();
+  const fingerprint = createHash('sha256').update(`${method}\n${pathAndQuery}\n${canonicalize(body) ?? 'null'}`, 'utf8').digest('hex');
+  return { key: header, fingerprint };
+}
+
+const sealingKeys = new WeakMap<Config, Buffer>();
+
+/** SEALING_KEY (base64 of 32 bytes), else one made once under DATA_DIR; every web process of a deployment needs the same. */
+export function sealingKeyOf(config: Config): Buffer {
+  let key = sealingKeys.get(config);
+  if (key) return key;
+  let encoded = config.sealingKey;
+  if (encoded === undefined) {
+    const file = path.join(config.dataDir, KEY_FILE);
+    try {
+      encoded = readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      const made = randomBytes(SEALING_KEY_BYTES).toString('base64');
+      mkdirSync(config.dataDir, { recursive: true });
+      try {
+        writeFileSync(file, `${made}\n`, { flag: 'wx', mode: 0o600 });
+        encoded = made;
+      } catch (raced) {
+        if ((raced as NodeJS.ErrnoException).code !== 'EEXIST') throw raced;
+        encoded = readFileSync(file, 'utf8').trim();
+      }
+    }
+  }
+  key = Buffer.from(encoded, 'base64');
+  if (key.length !== SEALING_KEY_BYTES || key.toString('base64') !== encoded.replace(/\s/g, '')) {
+    throw new StartupError('SEALING_KEY must be the base64 of 32 bytes.');
+  }
+  sealingKeys.set(config, key);
+  return key;
+}
+
+function seal(key: Buffer, text: string): Buffer {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const sealed = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), sealed]);
+}
+
+function unseal(key: Buffer, sealed: Buffer): string {
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
+  decipher.setAuthTag(sealed.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+  return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+}
+
+export type IdempotentResult = DomainResult & { replayed?: true };
+
+/**
+ * An answer kept for a retry: the work's own (step 11 on), not a refusal of the key, a plan's
+ * (an earlier step of the order of checks) or the service's failure, which a retry runs afresh.
+ */
+function kept(err: unknown): err is ApiError {
+  return err instanceof ApiError && !(err instanceof KeyRefusal) && err.status < 500 && err.status !== 402;
+}
+
+/**
+ * Runs `work` for a request with an Idempotency-Key. On one connection: the key and value's lock
+ * (taken: 409), the kept answer (replayed, or 422 for another request), else the work and its
+ * answer in one transaction. The work is given that transaction as its database.
+ */
+export async function answerIdempotently(
+  services: Services, request: DomainRequest & { idempotency: Idempotency }, work: (db: Database) => Promise<DomainResult>,
+): Promise<IdempotentResult> {
+  const { idempotency } = request;
+  const sealingKey = sealingKeyOf(services.config);
+  const keyId = request.caller.id;
+  const lockName = `${keyId}\n${idempotency.key}`;
+  const client = await services.pool.connect();
+  let broken: Error | undefined;
+  try {
+    const [{ locked }] = await queryFile<{ locked: boolean }>(client, 'idempotent_lock', [lockName]) as [{ locked: boolean }];
+    if (!locked) throw errors.idempotencyInProgress();
+    try {
+      const [found] = await queryFile<{ fingerprint: string; status: number; sealed_response: Buffer }>(client, 'idempotent_find', [keyId, idempotency.key]);
+      if (found) {
+        if (found.fingerprint !== idempotency.fingerprint) throw errors.idempotencyMismatch();
+        return { status: found.status, response: undefined, json: unseal(sealingKey, found.sealed_response), replayed: true };
+      }
+      const keep = (db: pg.PoolClient, result: DomainResult) => queryFile(db, 'idempotent_keep', [
+        keyId, idempotency.key, idempotency.fingerprint, result.status, seal(sealingKey, responseJson(result) ?? 'null'),
+      ]);
+      await client.query('BEGIN');
+      let result: DomainResult;
+      try {
+        result = await work(openTransaction(client));
+      } catch (err) {
+        await client.query('ROLLBACK');
+        // Nothing changed: the answer is kept on its own.
+        if (kept(err)) await keep(client, { status: err.status, response: err.message });
+        throw err;
+      }
+      if (result.status >= 500) {
+        await client.query('ROLLBACK');
+        return result;
+      }
+      await keep(client, result);
+      await client.query('COMMIT');
+      // The change's event waits in the outbox; the drain asked for inside the transaction may have come early.
+      requestJob(services.pool, services.boss, DRAIN_QUEUE);
+      return result;
+    } finally {
+      await queryFile(client, 'idempotent_unlock', [lockName]);
+    }
+  } catch (err) {
+    if (!(err instanceof ApiError)) broken = err as Error;
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Kept answers older than 24 hours, deleted (the purge job). */
+export async function purgeIdempotentRequests(pool: pg.Pool): Promise<number> {
+  const [row] = await queryFile<{ purged: number }>(pool, 'idempotent_purge');
+  return row?.purged ?? 0;
+}

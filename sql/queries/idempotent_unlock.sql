@@ -1,0 +1,1 @@
+SELECT pg_advisory_unlock(hashtextextended($1, 0))
