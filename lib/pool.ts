@@ -32,6 +32,13 @@ export function createPool(config: Config, log: Logger, connectionString: string
     });
     failWhenSilent(client, config.dbStatementTimeoutMs + SILENCE_BEYOND_STATEMENT_TIMEOUT_MS);
   });
+  // A client given back inside a transaction (failed, or open with its locks) would hand both to
+  // its next user: it is closed instead, which rolls it back (pg-pool drops a client it sees ending).
+  pool.on('release', (err, client) => {
+    if (err || client.getTransactionStatus() === 'I') return;
+    log.warn({ transaction: client.getTransactionStatus() }, 'database client given back inside a transaction; closed');
+    (client as unknown as { _ending: boolean })._ending = true;
+  });
   return pool;
 }
 

@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import { envelope, MESSAGES } from '../support/assertions.ts';
 import { ID } from '../support/ids.ts';
 import { canClearStatistics, clearStatistics, planNodes, scansOf } from '../support/plans.ts';
+import { isSuperuser } from '../support/postgres.ts';
 import { Secrets } from '../support/secrets.ts';
 import { TestService, type TestProject } from '../support/service.ts';
 import { nowSeconds, sleep } from '../support/wait.ts';
@@ -292,7 +293,8 @@ test('no endpoint creates, changes or deletes an event', async () => {
   assert.equal(await eventCount(p.projectId), 2);
 });
 
-test("a page is answered again until the project's events move or are edited, and only then read anew", async () => {
+test("a page is answered again until the project's events move or are edited, and only then read anew", async (t) => {
+  if (!(await isSuperuser(service.db))) return t.skip('needs a superuser: SET session_replication_role = replica edits events with their triggers off');
   const p = await project('Kept page');
   await service.waitForEvents(p.projectId, 2);
   await service.waitForJobsDrained();
@@ -314,9 +316,12 @@ test("a page is answered again until the project's events move or are edited, an
       if (!triggers) await client.query('SET LOCAL session_replication_role = replica');
       await client.query(`UPDATE events SET body = replace(body, '"details":{', '"details":{"' || $2 || '":true,') WHERE id = $1`, [newest!.id, label]);
       await client.query('COMMIT');
-    } finally {
-      client.release();
+    } catch (err) {
+      // Not back to the pool inside the failed transaction: the next test would get it.
+      client.release(err as Error);
+      throw err;
     }
+    client.release();
   };
   await edit('unseen', false);
   assert.deepEqual(await feed(), first);

@@ -3,6 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { startEmbedded } from '../../lib/embedded-server.ts';
 import type { Logger } from '../../lib/log.ts';
 import { freePort } from './ports.ts';
@@ -59,4 +60,10 @@ export async function startTestPostgres(log: Logger): Promise<TestPostgres> {
       rmSync(parent, { recursive: true, force: true });
     },
   };
+}
+
+/** Whether the tests' role is a superuser; a test that needs one skips on any other. */
+export async function isSuperuser(db: pg.Pool | pg.ClientBase): Promise<boolean> {
+  const { rows: [row] } = await db.query("SELECT current_setting('is_superuser') = 'on' AS superuser");
+  return row.superuser as boolean;
 }
