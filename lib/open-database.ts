@@ -1,9 +1,12 @@
 // Which PostgreSQL a process uses: DATABASE_URL, or the embedded server under DATA_DIR.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import type { Config } from './config.ts';
 import { ensureDatabase, otherSessions, startEmbedded, stopServerOf, type EmbeddedServer } from './embedded-server.ts';
 import type { Logger } from './log.ts';
+import { SQLSTATE } from './sqlstate.ts';
+import { StartupError } from './startup-error.ts';
 
 export interface DatabaseHandle {
   /** For `release` only: the role that owns the schema and runs migrations. */
@@ -53,4 +56,33 @@ async function leave(server: EmbeddedServer, dir: string, log: Logger): Promise<
   }
   if (server.started) await server.stop();
   else await stopServerOf(dir);
+}
+
+/** A connection the server refuses for good (lib/sqlstate.ts has those the service branches on). */
+const INVALID_AUTHORIZATION = '28000';
+const NO_SUCH_DATABASE = '3D000';
+
+/** An identifier as it is typed in SQL: quoted only where it must be. */
+export function sqlName(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : pg.escapeIdentifier(name);
+}
+
+/** Why the server refused the connection for good, as one line; undefined for a server that does not answer. */
+export function connectionRefused(err: unknown, client: pg.Client): StartupError | undefined {
+  const { code, message } = err as { code?: string; message?: string };
+  const role = client.user ?? '';
+  const database = client.database ?? role;
+  const server = `${client.host}:${client.port}`;
+  switch (code) {
+    case SQLSTATE.invalidPassword:
+      return new StartupError(`DATABASE_URL's role "${role}" cannot log in to ${server}: the server refused its password (or has no such role). Correct the user or the password in DATABASE_URL.`);
+    case INVALID_AUTHORIZATION:
+      return new StartupError(`DATABASE_URL cannot log in to ${server}: ${message}.`);
+    case SQLSTATE.insufficientPrivilege:
+      return new StartupError(`DATABASE_URL's role "${role}" may not connect to database "${database}": it needs CONNECT on it (GRANT CONNECT ON DATABASE ${sqlName(database)} TO ${sqlName(role)}).`);
+    case NO_SUCH_DATABASE:
+      return new StartupError(`DATABASE_URL names database "${database}", which does not exist on ${server}: create it (CREATE DATABASE ${sqlName(database)} OWNER ${sqlName(role)}) or correct DATABASE_URL.`);
+    default:
+      return undefined;
+  }
 }

@@ -5,6 +5,8 @@
 // Every temporary file of the run, this process's and every test process's, is made under one
 // directory of the run's own (TMPDIR), removed at the end however the run ended; whatever a test
 // left there is named, and fails the run. TEST_KEEP_TMP=1 keeps it all for looking into.
+// On a PostgreSQL of one's own (DATABASE_URL) the databases and roles the run made are dropped
+// at the end the same way, however it ended (test/support/postgres.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,11 +16,13 @@ import { release } from '../bin/release.ts';
 import { selfSigned } from '../gateway/tls.ts';
 import { readConfig } from '../lib/config.ts';
 import { createLogger } from '../lib/log.ts';
-import { StartupError } from '../lib/startup-error.ts';
+import { connectionRefused } from '../lib/open-database.ts';
+import { oneLine, StartupError } from '../lib/startup-error.ts';
 import { printFigures } from './support/figures.ts';
-import { startTestPostgres, type TestPostgres } from './support/postgres.ts';
+import {
+  checkMayMakeTestObjects, dropTestObjects, newRunPrefix, PREFIX_VARIABLE, startTestPostgres, type TestPostgres,
+} from './support/postgres.ts';
 
-const TEMPLATE_DB = 'pms_test_template';
 const log = createLogger(process.env.LOG_LEVEL ?? 'warn', 'test-run', 2);
 /**
  * How long the run's PostgreSQL gets to stop. A Ctrl-C reaches an embedded one too, which then
@@ -40,16 +44,48 @@ async function stopPostgres(postgres: TestPostgres): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * The test runner leads a process group of its own, its test files and what they start in it: a
+ * signal reaches all of them, and whatever of it outlives the runner is killed before the run's
+ * databases are dropped, so that nothing makes one after.
+ */
 let tests: ChildProcess | undefined;
 let interrupted = false;
+
+function signalTests(signal: NodeJS.Signals): void {
+  if (tests?.pid === undefined) return;
+  try {
+    process.kill(-tests.pid, signal);
+  } catch {
+    // The group is gone already.
+  }
+}
+
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  // The tests stop; what follows them (the database stopped, the files removed) still happens.
+  // The tests stop; what follows them (the databases dropped, the files removed) still happens.
   process.once(signal, () => {
     interrupted = true;
     console.log(`# ${signal}: stopping the tests`);
-    tests?.kill(signal);
+    signalTests(signal);
   });
 }
+
+/** Drops what the run made on a PostgreSQL of one's own; false when something is left there. */
+async function dropWhatTheRunMade(adminUrl: string, prefix: string): Promise<boolean> {
+  try {
+    const dropped = await dropTestObjects(adminUrl, prefix);
+    const roles = dropped.roles > 0 ? ` and ${dropped.roles} test role${dropped.roles === 1 ? '' : 's'}` : '';
+    console.log(`# dropped ${dropped.databases} test database${dropped.databases === 1 ? '' : 's'}${roles}`);
+    if (dropped.failed.length === 0) return true;
+    console.log(`# not ok: not dropped: ${dropped.failed.join('; ')}`);
+  } catch (err) {
+    console.log(`# not ok: the test databases (${prefix}*) were not dropped: ${oneLine(err)}`);
+  }
+  return false;
+}
+
+/** Set when something the run made on a PostgreSQL of its own could not be dropped: the run fails. */
+let leftInDatabase = false;
 
 async function runTests(runTmp: string): Promise<number> {
   const postgres = await startTestPostgres(log).catch((err: unknown) => {
@@ -61,14 +97,24 @@ async function runTests(runTmp: string): Promise<number> {
   if (!postgres) return 1;
   // The run's own: the test certificate and the figures the fault suite records.
   const ownDir = path.join(runTmp, 'run-tls');
+  const prefix = newRunPrefix();
+  const templateDb = `${prefix}template`;
+  let madeAny = false;
   try {
     const admin = new pg.Client({ connectionString: postgres.adminUrl });
-    await admin.connect();
-    const version = (await admin.query('SHOW server_version')).rows[0].server_version as string;
-    await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB}`);
-    await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
-    await admin.end();
-    await release(readConfig({}), log, withDatabase(postgres.adminUrl, TEMPLATE_DB));
+    await admin.connect().catch((err: unknown) => {
+      throw connectionRefused(err, admin) ?? new StartupError(`cannot connect to the PostgreSQL of this run (${postgres.kind}): ${oneLine(err)}`);
+    });
+    let version: string;
+    try {
+      await checkMayMakeTestObjects(admin);
+      version = (await admin.query('SHOW server_version')).rows[0].server_version as string;
+      madeAny = true;
+      await admin.query(`CREATE DATABASE ${templateDb}`);
+    } finally {
+      await admin.end();
+    }
+    await release(readConfig({}), log, withDatabase(postgres.adminUrl, templateDb));
     console.log(`# PostgreSQL for this run: ${postgres.kind} (server ${version})`);
 
     mkdirSync(ownDir);
@@ -88,10 +134,12 @@ async function runTests(runTmp: string): Promise<number> {
       ...(files.length ? files : [faults ? 'test/faults/*.fault.ts' : 'test/**/*.test.ts']),
     ], {
       stdio: 'inherit',
+      detached: true,
       env: {
         ...process.env,
         TEST_PG_ADMIN_URL: postgres.adminUrl,
-        TEST_TEMPLATE_DB: TEMPLATE_DB,
+        TEST_TEMPLATE_DB: templateDb,
+        [PREFIX_VARIABLE]: prefix,
         TEST_TLS_CERT_FILE: path.join(ownDir, 'cert.pem'),
         TEST_TLS_KEY_FILE: path.join(ownDir, 'key.pem'),
         TEST_PG_KIND: postgres.kind,
@@ -99,10 +147,18 @@ async function runTests(runTmp: string): Promise<number> {
       },
     });
     const code = await new Promise<number>((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+    signalTests('SIGKILL');
     if (faults) printFigures(figuresFile);
     console.log(`# PostgreSQL for this run: ${postgres.kind} (server ${version})`);
     return code;
+  } catch (err) {
+    // A PostgreSQL the run cannot use (refused, or a role that may not make databases): one line.
+    if (!(err instanceof StartupError)) throw err;
+    process.stderr.write(`test: ${err.message}\n`);
+    return 1;
   } finally {
+    // A throwaway server goes with everything in it; one of one's own keeps only what it had.
+    if (madeAny && postgres.kind === 'DATABASE_URL') leftInDatabase = !(await dropWhatTheRunMade(postgres.adminUrl, prefix));
     await stopPostgres(postgres);
     if (!keep) rmSync(ownDir, { recursive: true, force: true });
   }
@@ -116,6 +172,7 @@ process.env.NODE_DISABLE_COMPILE_CACHE = '1';
 let code = 1;
 try {
   code = await runTests(runTmp);
+  if (leftInDatabase) code = 1;
 } finally {
   if (keep) {
     console.log(`# TEST_KEEP_TMP: this run's temporary files are kept in ${runTmp}`);

@@ -1,6 +1,5 @@
 // A test file's own service: a database cloned from the migrated template, the real gateway on
 // loopback HTTPS (port 0), its worker pool, and (unless told not to) the pg-boss job workers.
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import http from 'node:http';
@@ -15,6 +14,7 @@ import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
 import { startJobWorkers, type JobWorkers } from '../../workers/start.ts';
 import { checkAcceptedRequest, checkReplyAgainstDocument } from './openapi-check.ts';
+import { testObjectName } from './postgres.ts';
 import { tempDir } from './tmp.ts';
 import { waitFor } from './wait.ts';
 
@@ -52,9 +52,9 @@ export function databaseUrl(database: string): string {
   return u.toString();
 }
 
-/** A fresh database cloned from the migrated template. */
+/** A fresh database cloned from the migrated template (named for the run, which drops it at its end). */
 export async function createTestDatabase(): Promise<string> {
-  const name = `pms_t_${randomBytes(6).toString('hex')}`;
+  const name = testObjectName();
   const admin = new pg.Client({ connectionString: env('TEST_PG_ADMIN_URL') });
   await admin.connect();
   try {
