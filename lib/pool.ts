@@ -37,7 +37,8 @@ export function createPool(config: Config, log: Logger, connectionString: string
   pool.on('release', (err, client) => {
     if (err || client.getTransactionStatus() === 'I') return;
     log.warn({ transaction: client.getTransactionStatus() }, 'database client given back inside a transaction; closed');
-    (client as unknown as { _ending: boolean })._ending = true;
+    // Ending it here (public end()) is what makes pg-pool remove it rather than keep it idle.
+    client.end().catch(() => {});
   });
   return pool;
 }
