@@ -1,15 +1,8 @@
-// `npm start` runs bin/start.js through this (package.json: `exec node bin/detach.js <node
-// options> bin/start.js`), so that stopping npm stops the service and its embedded PostgreSQL:
-// - npm passes SIGTERM and SIGINT on to its script's process only. Without `exec` that is `sh`,
-//   which dies of it and leaves node running; with `exec` it is this process.
-// - A Ctrl-C at a terminal sends SIGINT to the whole foreground process group. Were the service
-//   and the PostgreSQL it starts in it, PostgreSQL would stop at once, under the service's
-//   graceful shutdown. So the service runs in a process group (a session) of its own, and its
-//   PostgreSQL with it: signals reach it from here alone, and it stops PostgreSQL last.
-// SIGINT, SIGTERM and SIGHUP are passed on (the service acts on the first and ignores repeats);
-// this process ends as the service ends, with its exit code or its signal. Should this process
-// die unannounced (kill -9), the service sees its IPC channel close and stops (bin/lifecycle.ts);
-// should npm die so, this process notices its new parent and stops the service.
+// `npm start` runs the service through this, in a session of its own with its PostgreSQL, so a
+// Ctrl-C reaches them from here alone and PostgreSQL stops last, after the graceful shutdown; npm
+// passes signals only to its script's process, which `exec` makes this one. SIGINT, SIGTERM and
+// SIGHUP are passed on; this ends as the service ends. Should this die (kill -9) the service sees
+// its IPC channel close; should npm, this notices its new parent and stops the service.
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 
