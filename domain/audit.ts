@@ -137,6 +137,13 @@ export interface Lingering {
   signal?: AbortSignal;
 }
 
+/** Told of each drain batch once committed, per pool: its events, by their changes' times (the worker's metrics). */
+const drained = new WeakMap<pg.Pool, (events: readonly AuditJob[]) => void>();
+
+export function onEventsDrained(pool: pg.Pool, listener: (events: readonly AuditJob[]) => void): void {
+  drained.set(pool, listener);
+}
+
 /**
  * Moves outbox rows to `events`, a batch per transaction (a drain that dies or runs twice writes
  * none twice), until it is empty after lingering or `until` passes.
@@ -150,10 +157,11 @@ export async function drainOutbox(
     const batch = await withTransaction(pool, async (client) => {
       await queryFile(client, 'audit_outbox_lock');
       const events = await queryFile<AuditJob>(client, 'audit_outbox_take', [batchSize]);
-      return { taken: events.length, written: await writeEventsIn(client, typeIds, events, false) };
+      return { events, written: await writeEventsIn(client, typeIds, events, false) };
     });
     written += batch.written;
-    if (batch.taken > 0) {
+    if (batch.written > 0) drained.get(pool)?.(batch.events);
+    if (batch.events.length > 0) {
       if (Date.now() >= until) return { written, more: true };
     } else if (!(await eventsArrive(pool, Math.min(Date.now() + lingering.ms, until), lingering.signal))) {
       return { written, more: false };

@@ -81,6 +81,11 @@ export class EventStreams {
     this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS).unref());
   }
 
+  /** Streams open now (the metrics' gauge). */
+  get openCount(): number {
+    return this.streams.size;
+  }
+
   /**
    * Starts a stream for an authenticated request whose query has been checked; resolves true once
    * its head is written (it then catches up and follows on its own) or its client has gone, or

@@ -21,7 +21,7 @@ export interface Refusals {
  * A key's refusal is answered `keyRefusalFloorMs` after arrival, no sooner: otherwise its timing
  * would tell an unknown key (one lookup) from a known one refused on a pool thread.
  */
-export function createRefusals(log: Logger, known?: KnownKeys, keyRefusalFloorMs = 0): Refusals {
+export function createRefusals(log: Logger, known?: KnownKeys, keyRefusalFloorMs = 0, counted?: { refused(req: GatewayRequest, err: unknown): void }): Refusals {
   async function fail(req: GatewayRequest, res: Response, err: unknown): Promise<void> {
     if (err instanceof KeyRefusal) {
       // A refused key is forgotten: its next call is looked up.
@@ -31,6 +31,7 @@ export function createRefusals(log: Logger, known?: KnownKeys, keyRefusalFloorMs
     answer(req, res, err);
   }
   function answer(req: GatewayRequest, res: Response, err: unknown): void {
+    counted?.refused(req, err);
     if (err instanceof ApiError) {
       sendError(res, err);
     } else if (isDatabaseUnavailable(err)) {

@@ -23,6 +23,7 @@ import { AUDIT_KEYS_PATH, serveAuditKeys } from './audit-keys-route.ts';
 import { acceptedMethods } from './method.ts';
 import { setServerOptions } from './node-http-internals.ts';
 import { requestPacer } from './pipelining.ts';
+import { GatewayMetrics } from './metrics.ts';
 import { listenFailure } from './ports.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
@@ -37,6 +38,8 @@ import type { GatewayRequest, Handler } from './types.ts';
 export interface Gateway {
   httpsPort: number;
   httpPort: number;
+  /** The metrics listener's, when METRICS_PORT is set. */
+  metricsPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -100,7 +103,8 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const tls = await loadCertificate(config);
   const db = openLanedDatabase(config, log, databaseUrl);
   const known = new KnownKeys(db, config.keyMemorySize);
-  const refusals = createRefusals(log, known, config.keyRefusalFloorMs);
+  const metrics = config.metricsPort === undefined ? undefined : new GatewayMetrics();
+  const refusals = createRefusals(log, known, config.keyRefusalFloorMs, metrics);
   const workers = createWorkerPool(config, databaseUrl);
   let httpsPort = config.httpsPort;
 
@@ -177,6 +181,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     maxConnectionsPerAddress: config.trustProxy ? 0 : config.maxConnectionsPerAddress,
   }, log);
 
+  const metricsListener = await metrics?.serve(config, log, { server, listeners: [server.server, redirect.server], pool: workers, db, streams });
   httpsPort = await listen(server, config.httpsPort, config.host, 'PORT');
   const httpPort = await listen(redirect, config.httpPort, config.host, 'HTTP_PORT');
   log.info({ https: `https://${config.host}:${httpsPort}`, http: `http://${config.host}:${httpPort}`, threads: config.workerThreads }, 'gateway listening');
@@ -184,8 +189,10 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   return {
     httpsPort,
     httpPort,
+    metricsPort: metricsListener?.port,
     async stop() {
       stopping = true;
+      await metricsListener?.stop();
       await streams.stop();
       requests.stop();
       const closed = Promise.all([

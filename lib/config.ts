@@ -12,6 +12,9 @@ export interface Config {
   host: string;
   httpsPort: number;
   httpPort: number;
+  /** The metrics listeners of web and worker (lib/metrics.ts); absent: none. */
+  metricsPort: number | undefined;
+  workerMetricsPort: number | undefined;
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
   /** Honour X-Forwarded-Proto / X-Forwarded-For from a TLS-terminating proxy. */
@@ -75,6 +78,10 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
   const value = /^\d+$/.test(raw) ? Number(raw) : NaN;
   if (!(value >= min && value <= max)) throw new StartupError(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}.`);
   return value;
+}
+
+function optionalPort(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  return env[name] === undefined || env[name] === '' ? undefined : int(env, name, 0, 0, MAX_PORT);
 }
 
 function bool(env: NodeJS.ProcessEnv, name: string): boolean {
@@ -149,6 +156,8 @@ export function readConfig(env = process.env): Config {
     // 0: any free port (the tests' choice).
     httpsPort: int(env, 'PORT', 8443, 0, MAX_PORT),
     httpPort: int(env, 'HTTP_PORT', 8080, 0, MAX_PORT),
+    metricsPort: optionalPort(env, 'METRICS_PORT'),
+    workerMetricsPort: optionalPort(env, 'WORKER_METRICS_PORT'),
     ...tlsFiles(env),
     trustProxy: bool(env, 'TRUST_PROXY'),
     publicUrl: publicOrigin(env.PUBLIC_URL),

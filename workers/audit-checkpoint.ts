@@ -3,6 +3,7 @@
 import { checkpointsDue, loadSigner, makeCheckpoints, registerSigner, type Signer } from '../domain/checkpoints.ts';
 import type { Config } from '../lib/config.ts';
 import { QUICK_JOB } from '../lib/jobs.ts';
+import { countCheckpoints } from './metrics.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
 
 /** How often the worker asks whether a head is due: the latest a checkpoint comes after its interval. */
@@ -26,6 +27,7 @@ export const auditCheckpoint: JobQueue<'audit.checkpoint'> = {
     const signer = signerOf(services.config);
     await registerSigner(services.pool, signer);
     const made = await makeCheckpoints(services.pool, signer, services.config.checkpointIntervalS);
+    countCheckpoints(services.pool, made);
     if (made > 0) services.log.info({ checkpoints: made }, 'audit checkpoints signed');
   },
 };

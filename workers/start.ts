@@ -6,11 +6,14 @@ import type { Config } from '../lib/config.ts';
 import { createPool } from '../lib/pool.ts';
 import { startConsumer } from '../lib/jobs.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
+import { counted, WorkerMetrics } from './metrics.ts';
 import type { JobQueue } from './queue.ts';
 import { JOB_QUEUES } from './registry.ts';
 import { rideOutFromNow, rideOutOutage } from './ride-out.ts';
 
 export interface JobWorkers {
+  /** The metrics listener's, when WORKER_METRICS_PORT is set. */
+  metricsPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -18,8 +21,12 @@ export interface JobWorkers {
 const STOP_GRACE_MS = 8000;
 
 export async function startJobWorkers(config: Config, log: Logger, databaseUrl: string): Promise<JobWorkers> {
+  const metrics = config.workerMetricsPort === undefined ? undefined : new WorkerMetrics(JOB_QUEUES.map((queue) => queue.name), log);
+  // First: a metrics port already taken stops the start before any job is taken.
+  const metricsListener = await metrics?.serve(config, log);
   const pool: pg.Pool = createPool(config, log, databaseUrl, 4);
   const boss = await startConsumer(databaseUrl, log);
+  metrics?.watch(pool, boss);
   const services = { pool, db: pool, boss, log, config };
   const stopping = new AbortController();
 
@@ -27,12 +34,12 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
    * The batch's work, then its completion, riding out an outage: a lost completion would leave the
    * jobs active until expiry. Fenced by attempt, so only this claim is settled.
    */
-  const work = <N extends QueueName>(queue: JobQueue<N>) => boss.work<JobPayloads[N]>(queue.name, queue.fetch, async (jobs) => {
+  const work = <N extends QueueName>(queue: JobQueue<N>) => boss.work<JobPayloads[N]>(queue.name, queue.fetch, counted(metrics, queue.name, async (jobs) => {
     const ended = AbortSignal.any([stopping.signal, ...jobs.map((job) => job.signal)]);
     const rideOut = rideOutFromNow(ended);
     await rideOutOutage(() => queue.handle(services, jobs, ended), rideOut);
     await rideOutOutage(() => boss.complete(queue.name, jobs.map(({ id, retryCount }) => ({ id, retryCount }))), rideOut);
-  });
+  }));
   for (const queue of JOB_QUEUES) await queue.prepare?.(services);
   for (const queue of JOB_QUEUES) await work(queue);
 
@@ -44,8 +51,10 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
 
   log.info('job workers started');
   return {
+    metricsPort: metricsListener?.port,
     async stop() {
       stopping.abort();
+      await metricsListener?.stop();
       for (const sweep of sweeps) clearInterval(sweep);
       // Graceful: jobs in hand finish (or go back to the queue) before the pool closes.
       await boss.stop({ graceful: true, timeout: STOP_GRACE_MS });

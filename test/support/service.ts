@@ -144,6 +144,11 @@ export class TestService {
     await this.db.end();
   }
 
+  /** The metrics listeners' ports, when `env` gave METRICS_PORT or WORKER_METRICS_PORT. */
+  get metricsPorts(): { web: number | undefined; worker: number | undefined } {
+    return { web: this.gateway.metricsPort, worker: this.workers?.metricsPort };
+  }
+
   /** A project made the way the workspace command line makes one. */
   async createProject(name = 'Test project'): Promise<TestProject> {
     const made = await createProject(this.services, { origin: 'workspace', ip: '127.0.0.1' }, name);
