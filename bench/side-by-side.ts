@@ -11,7 +11,9 @@
 // size. Beside each throughput, the CPU each request cost (bench/cpu.ts): by the web process's
 // threads, by the worker process (which drains the writes' events), by PostgreSQL, and by the
 // whole machine (the load generator included); and each round's this / other, whose spread says
-// how large a difference the run can tell from noise.
+// how large a difference the run can tell from noise. SIDE_THIS_ENV and SIDE_OTHER_ENV
+// (`NAME=value ...`) set variables for one side's processes: with `.` as the other checkout, one
+// build under two settings (`SIDE_THIS_ENV="METRICS_PORT=0 WORKER_METRICS_PORT=0"`).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -64,9 +66,14 @@ const loads = (givenPaths.length ? givenPaths : ['/v1/key/current']).map((given)
 
 interface Served { child: ChildProcess; base: string; key: string; database: string; webPid?: number; workerPid?: number; apps: string[] }
 
+/** `NAME=value NAME=value`: variables for one side's processes. */
+function settings(given = ''): Record<string, string> {
+  return Object.fromEntries(given.split(' ').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
+
 /** bench:serve in `dir`, once it has printed its BASE, KEY and DATABASE. */
-function serve(dir: string): Promise<Served> {
-  const child = spawn(process.execPath, ['bench/serve.ts'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+function serve(dir: string, env: Record<string, string>): Promise<Served> {
+  const child = spawn(process.execPath, ['bench/serve.ts'], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const values: Record<string, string> = {};
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench:serve in ${dir} exited ${code}`)));
@@ -155,7 +162,9 @@ async function prepareWrites(served: Served): Promise<void> {
 }
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'pms-side-'));
-const [here, there] = await Promise.all([serve(path.join(import.meta.dirname, '..')), serve(path.resolve(other))]);
+const [here, there] = await Promise.all([
+  serve(path.join(import.meta.dirname, '..'), settings(process.env.SIDE_THIS_ENV)), serve(path.resolve(other), settings(process.env.SIDE_OTHER_ENV)),
+]);
 const db = new pg.Client({ connectionString: here.database });
 await db.connect();
 await createReferenceTable(db);
