@@ -1,5 +1,5 @@
 // What every entry point shares: config read once, a logger, the database, and shutdown on signal.
-import { checkListenPorts } from '../gateway/ports.ts';
+import { checkListenPorts } from '../lib/ports.ts';
 import { readConfig, type Config } from '../lib/config.ts';
 import { openDatabase, type DatabaseHandle } from '../lib/open-database.ts';
 import { createLogger, errorFields, flushLog, type Logger } from '../lib/log.ts';

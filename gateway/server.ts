@@ -24,7 +24,7 @@ import { acceptedMethods } from './method.ts';
 import { setServerOptions } from './node-http-internals.ts';
 import { requestPacer } from './pipelining.ts';
 import { GatewayMetrics } from './metrics.ts';
-import { listenFailure } from './ports.ts';
+import { listenFailure } from '../lib/ports.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
 import { createRequestLog, type RequestLog } from './request-log.ts';

@@ -4,7 +4,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { listenFailure } from '../gateway/ports.ts';
+import { listenFailure } from './ports.ts';
 import { errorFields, type Logger } from './log.ts';
 
 /** Every metric of the service's own is named so; the process defaults keep their standard names. */

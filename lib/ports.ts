@@ -1,8 +1,8 @@
 // The listeners' ports, checked before anything else starts: a taken port is one line naming the
 // variable that moves it, not an EADDRINUSE stack after half the service has started.
 import { createServer, type Server } from 'node:net';
-import type { Config } from '../lib/config.ts';
-import { StartupError } from '../lib/startup-error.ts';
+import type { Config } from './config.ts';
+import { StartupError } from './startup-error.ts';
 
 /** Why a listener could not bind, in words the person starting the process can act on. */
 export function listenFailure(err: unknown, host: string, port: number, variable: string): unknown {
