@@ -313,7 +313,9 @@ test('events.follow waits out a proxy\'s 502 page and a connection gone silent, 
       res.writeHead(502, { 'content-type': 'text/html' });
       res.end('<html>502 Bad Gateway</html>');
     } else {
+      // Its head sent at once: else the second stream is never opened, and ends by timeoutMs (30 s), not idleMs.
       res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.flushHeaders();
       // The second stream says nothing at all: the client must give it up and open a third.
       if (lastIds.length >= 3) res.write(`id: 8\nevent: key.created\ndata: ${JSON.stringify(event)}\n\n`);
     }
