@@ -1,8 +1,8 @@
 // A typed client of the API over `fetch`, for Node, browsers and edge runtimes alike: nothing of
 // Node at run time, and types generated from the endpoint registry (api.ts), so a consumer needs
-// none of the service's code or dependencies. Failures throw ApiError with the envelope's code,
-// title and message and the request id; lists page with limit/offset as async iterators. A Node
-// program with a certificate of its own to trust (a self-signed one) takes the Client of node.ts.
+// none of the service's code or dependencies. Every write carries an Idempotency-Key, so a call
+// whose answer was lost is sent again safely, with backoff. A Node program with a certificate of
+// its own to trust (a self-signed one) takes the Client of node.ts.
 import { ROUTES, type ApiKey, type AppListEntry, type Bodies, type Event, type JsonEndpointName, type Responses } from './api.ts';
 
 export * from './api.ts';
@@ -54,14 +54,34 @@ export interface ClientOptions {
   baseUrl: string;
   /** The key secret, sk-project-…. */
   apiKey: string;
-  /** Milliseconds before a request (or a stream's opening) is given up, from its start (default 30,000). */
+  /** Milliseconds before an attempt (or a stream's opening) is given up, from its start (default 30,000). */
   timeoutMs?: number;
+  /**
+   * How many times a call is sent again after a network failure, a timeout, a cut answer, 429 or
+   * 502-504, and for a write 409 (default 3; 0 sends each call once). 4xx answers else are final.
+   */
+  maxRetries?: number;
   /** The fetch to send with (default: the global one). */
   fetch?: Fetch;
 }
 
+/** What a read takes besides its own arguments. */
+export interface ReadOptions {
+  /** This call's retries, instead of the client's `maxRetries`. */
+  maxRetries?: number;
+}
+
+/** What a write (POST, PATCH, DELETE) takes besides its own arguments. */
+export interface WriteOptions extends ReadOptions {
+  /**
+   * The Idempotency-Key to send, 1 to 255 visible ASCII characters: the service makes the change
+   * at most once per key and value. Default: a new random UUID per call, the same on its retries.
+   */
+  idempotencyKey?: string;
+}
+
 /** A call of `Client.call`: path parameters by name, the query, the JSON body, an X-Request-Id to send. */
-export interface Call {
+export interface Call extends WriteOptions {
   params?: Record<string, string>;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
@@ -89,6 +109,13 @@ const DEFAULT_RETRY_MS = 1000;
 const MIN_RETRY_MS = 100;
 const DEFAULT_IDLE_MS = 45_000;
 const PAGE_SIZE = 100;
+const DEFAULT_MAX_RETRIES = 3;
+/** The first retry waits 250-500 ms, each next one up to twice as long, at most 2.5-5 s. */
+const FIRST_RETRY_MS = 500;
+const MAX_RETRY_MS = 5000;
+/** A Retry-After longer than this ends the call with its error: the caller, not a hidden wait, decides. */
+const MAX_RETRY_AFTER_S = 60;
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** A body's chunks as they come; `onChunk` hears of each. Leaving early cancels the rest. */
 async function* chunksOf(body: ReadableStream<Uint8Array> | null, onChunk?: () => void): AsyncGenerator<Uint8Array> {
@@ -188,13 +215,20 @@ function envelopeOf(res: FetchResponse, text: string): Envelope {
   return envelope as Envelope;
 }
 
+/** Retry-After in seconds: its number, or the seconds until its HTTP date. */
+function retryAfterOf(res: FetchResponse): number | undefined {
+  const header = res.headers.get('retry-after')?.trim();
+  if (!header) return undefined;
+  const seconds = /^\d+$/.test(header) ? Number(header) : Math.ceil((Date.parse(header) - Date.now()) / 1000);
+  return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined;
+}
+
 /** A failure answered in the envelope, as an ApiError. */
 function failureOf(res: FetchResponse, envelope: Envelope): ApiError {
-  const header = res.headers.get('retry-after');
-  const retryAfter = Number(header);
+  const retryAfter = retryAfterOf(res);
   return new ApiError({
     code: envelope.code, title: envelope.title, message: String(envelope.response), status: res.status, requestId: requestIdOf(res),
-    ...(header !== null && Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {}),
+    ...(retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter }),
   });
 }
 
@@ -213,6 +247,38 @@ function reconnectable(err: unknown): boolean {
   const code = codeOf(err);
   // A browser's fetch tells a network failure by a bare TypeError, and nothing more.
   return code === undefined ? err instanceof TypeError : RECONNECTABLE_CODES.has(code);
+}
+
+/**
+ * Whether a call is sent again after `err`: what a follower reconnects after, an answer cut off
+ * whatever cut it, and for a write (sent with its Idempotency-Key) 409, its first try still running.
+ */
+function retryable(err: unknown, write: boolean): boolean {
+  if (err instanceof NotAnApiAnswer && err.cause !== undefined) return true;
+  if (write && err instanceof ApiError && err.status === 409) return true;
+  return reconnectable(err);
+}
+
+/** The wait before retry number `retry` (from 0): backoff with jitter, or Retry-After if longer; undefined: not retried. */
+function retryDelayMs(err: unknown, write: boolean, retry: number): number | undefined {
+  if (!retryable(err, write)) return undefined;
+  const retryAfterSeconds = err instanceof ApiError ? err.retryAfterSeconds ?? 0 : 0;
+  if (retryAfterSeconds > MAX_RETRY_AFTER_S) return undefined;
+  const backoff = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** retry) * (0.5 + Math.random() / 2);
+  return Math.max(backoff, retryAfterSeconds * 1000);
+}
+
+function retriesOf(maxRetries: number | undefined): number {
+  if (maxRetries === undefined) return DEFAULT_MAX_RETRIES;
+  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) throw new RangeError(`maxRetries must be a whole number from 0, not ${maxRetries}`);
+  return maxRetries;
+}
+
+/** The caller's Idempotency-Key, checked as the service checks it, or a new one. */
+function idempotencyKeyOf(value: string | undefined): string {
+  if (value === undefined) return crypto.randomUUID();
+  if (!IDEMPOTENCY_KEY.test(value)) throw new RangeError(`idempotencyKey must be 1 to 255 visible ASCII characters, not ${JSON.stringify(value)}`);
+  return value;
 }
 
 /**
@@ -265,30 +331,32 @@ export class Client {
   private readonly closed = new AbortController();
 
   readonly keys = {
-    list: (paging: Paging = {}): Promise<Page<ApiKey>> => this.call('keyList', { query: { ...paging } }),
+    list: (paging: Paging = {}, options?: ReadOptions): Promise<Page<ApiKey>> => this.call('keyList', { ...options, query: { ...paging } }),
     iterate: (pageSize = PAGE_SIZE) => this.iterate((paging) => this.keys.list(paging), pageSize),
-    current: () => this.call('keyCurrent'),
-    get: (keyId: string) => this.call('keyGet', { params: { key_id: keyId } }),
-    create: (key: NewKey) => this.call('keyCreate', { body: key }),
-    revoke: (keyId: string) => this.call('keyRevoke', { params: { key_id: keyId } }),
-    roll: (keyId: string, options: Bodies['keyRoll'] = {}) => this.call('keyRoll', { params: { key_id: keyId }, body: options }),
+    current: (options?: ReadOptions) => this.call('keyCurrent', options),
+    get: (keyId: string, options?: ReadOptions) => this.call('keyGet', { ...options, params: { key_id: keyId } }),
+    create: (key: NewKey, options?: WriteOptions) => this.call('keyCreate', { ...options, body: key }),
+    revoke: (keyId: string, options?: WriteOptions) => this.call('keyRevoke', { ...options, params: { key_id: keyId } }),
+    roll: (keyId: string, roll: Bodies['keyRoll'] = {}, options?: WriteOptions) =>
+      this.call('keyRoll', { ...options, params: { key_id: keyId }, body: roll }),
   };
 
   readonly apps = {
-    create: (app: NewApp) => this.call('appCreate', { body: app }),
-    list: (paging: Paging = {}): Promise<Page<AppListEntry>> => this.call('appList', { query: { ...paging } }),
+    create: (app: NewApp, options?: WriteOptions) => this.call('appCreate', { ...options, body: app }),
+    list: (paging: Paging = {}, options?: ReadOptions): Promise<Page<AppListEntry>> => this.call('appList', { ...options, query: { ...paging } }),
     iterate: (pageSize = PAGE_SIZE) => this.iterate((paging) => this.apps.list(paging), pageSize),
-    get: (appId: string) => this.call('appGet', { params: { app_id: appId } }),
-    update: (appId: string, edit: AppEdit) => this.call('appUpdate', { params: { app_id: appId }, body: edit }),
-    delete: (appId: string) => this.call('appDelete', { params: { app_id: appId } }),
+    get: (appId: string, options?: ReadOptions) => this.call('appGet', { ...options, params: { app_id: appId } }),
+    update: (appId: string, edit: AppEdit, options?: WriteOptions) => this.call('appUpdate', { ...options, params: { app_id: appId }, body: edit }),
+    delete: (appId: string, options?: WriteOptions) => this.call('appDelete', { ...options, params: { app_id: appId } }),
   };
 
   readonly events = {
     /** The newest 100 events and the total (the contract gives this list no paging). */
-    list: (): Promise<Page<Event>> => this.call('eventList'),
-    get: (eventId: string) => this.call('eventGet', { params: { event_id: eventId } }),
+    list: (options?: ReadOptions): Promise<Page<Event>> => this.call('eventList', options),
+    get: (eventId: string, options?: ReadOptions) => this.call('eventGet', { ...options, params: { event_id: eventId } }),
     /** The project's latest signed checkpoint, or the one made at exactly `sequence`. */
-    checkpoint: (sequence?: number) => this.call('eventCheckpoint', { query: sequence === undefined ? {} : { sequence } }),
+    checkpoint: (sequence?: number, options?: ReadOptions) =>
+      this.call('eventCheckpoint', { ...options, query: sequence === undefined ? {} : { sequence } }),
     /**
      * Follows the trail live (GET /v1/event/stream): every event after `after` (or, without it,
      * those recorded after the newest the feed shows when called), in sequence order, reconnecting
@@ -302,6 +370,7 @@ export class Client {
     if (!options.fetch && ('ca' in options || 'rejectUnauthorized' in options)) {
       throw new TypeError('ca and rejectUnauthorized are options of the Node client (node.ts; the package\'s ./node)');
     }
+    retriesOf(options.maxRetries);
     this.options = options;
     // The global fetch is called as a function of its own: a browser's refuses another `this`.
     this.fetch = options.fetch ?? ((url, init) => fetch(url, init));
@@ -346,7 +415,8 @@ export class Client {
       };
       // Without a position, the newest event now: a stream cut before its first event then resumes
       // from there instead of from whatever is newest when it reconnects.
-      after ??= await this.events.list().then((page) => Math.max(0, ...page.data.map((event) => event.sequence)), waitOut);
+      // Retried by this loop alone, as it retries the stream.
+      after ??= await this.events.list({ maxRetries: 0 }).then((page) => Math.max(0, ...page.data.map((event) => event.sequence)), waitOut);
       const url = new URL(ROUTES.eventStream.path, this.options.baseUrl);
       for (const type of options.types ?? []) url.searchParams.append('type', type);
       if (options.actor) url.searchParams.set('actor', options.actor);
@@ -406,19 +476,38 @@ export class Client {
     }
   }
 
+  /**
+   * Sends a call until it is answered, or its retries are spent. Every attempt of a write carries
+   * the same Idempotency-Key: the service makes the change once and replays its answer after that.
+   */
   private async send(method: Method, url: URL, call: Call): Promise<unknown> {
+    const write = method !== 'GET';
     const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'application/json' };
     if (call.body !== undefined) headers['content-type'] = 'application/json';
     if (call.requestId) headers['x-request-id'] = call.requestId;
+    if (write) headers['idempotency-key'] = idempotencyKeyOf(call.idempotencyKey);
+    const body = call.body === undefined ? undefined : JSON.stringify(call.body);
+    const maxRetries = retriesOf(call.maxRetries ?? this.options.maxRetries);
+    for (let retry = 0; ; retry++) {
+      try {
+        return await this.attempt(method, url, headers, body);
+      } catch (err) {
+        const waitMs = retry < maxRetries && !this.closed.signal.aborted ? retryDelayMs(err, write, retry) : undefined;
+        if (waitMs === undefined) throw err;
+        await pause(waitMs, this.closed.signal);
+        if (this.closed.signal.aborted) throw this.closed.signal.reason;
+      }
+    }
+  }
+
+  /** One attempt of a call: the answer's `response`, or its failure. */
+  private async attempt(method: Method, url: URL, headers: Record<string, string>, body: string | undefined): Promise<unknown> {
     const timeoutMs = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     // From the request's start to its answer's end, however slowly the answer trickles in.
     const { controller: deadline, release } = linked([this.closed.signal]);
     const timer = setTimeout(() => deadline.abort(timedOut(`${method} ${url.pathname}: no answer within ${timeoutMs} ms`)), timeoutMs);
     try {
-      const res = await this.fetch(url.href, {
-        method, headers, signal: deadline.signal,
-        ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
-      });
+      const res = await this.fetch(url.href, { method, headers, signal: deadline.signal, ...(body === undefined ? {} : { body }) });
       const envelope = envelopeOf(res, await textOf(res));
       if (res.status >= 200 && res.status < 300) return envelope.response;
       throw failureOf(res, envelope);

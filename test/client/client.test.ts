@@ -4,8 +4,6 @@
 // service's self-signed certificate. test/client/package.test.ts runs the global fetch's way.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { ApiError, Client, NotAnApiAnswer, ROUTES, type ApiKeyWithSecret, type App } from '../../client/node.ts';
@@ -13,6 +11,7 @@ import { ENDPOINTS } from '../../gateway/endpoints/registry.ts';
 import { appBody } from '../apps/helpers.ts';
 import { MESSAGES } from '../support/assertions.ts';
 import { TestService, type TestProject } from '../support/service.ts';
+import { stubServer } from '../support/stub-server.ts';
 import { sleep, waitFor } from '../support/wait.ts';
 
 let service: TestService;
@@ -143,23 +142,9 @@ test('TLS: a self-signed certificate is refused unless trusted with `ca` (or, fo
   }
 });
 
-/** An HTTPS server of the test's own, with the service's certificate, answering as `answer` says (what no sound service would send). */
-async function stubServer(answer: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ baseUrl: string; urls: string[]; close: () => Promise<void> }> {
-  const urls: string[] = [];
-  const server = https.createServer({ cert: readFileSync(service.config.tlsCertFile!), key: readFileSync(service.config.tlsKeyFile!) }, (req, res) => {
-    urls.push(req.url ?? '');
-    answer(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    baseUrl: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    urls,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
-
+/** A client of a stub that sends each call once: what one answer does (retries: retries.test.ts). */
 const stubClient = (baseUrl: string, timeoutMs?: number) =>
-  new Client({ baseUrl, apiKey: project.key, ca: readFileSync(service.config.tlsCertFile!), ...(timeoutMs ? { timeoutMs } : {}) });
+  new Client({ baseUrl, apiKey: project.key, ca: readFileSync(service.config.tlsCertFile!), maxRetries: 0, ...(timeoutMs ? { timeoutMs } : {}) });
 
 test('an answer that is not this API\'s envelope rejects with NotAnApiAnswer, and never throws past the caller', async () => {
   for (const [status, body] of [[200, 'null'], [500, 'null'], [200, '{"error":1}'], [502, '<html>bad gateway</html>'], [200, ''], [200, '"text"']] as const) {
@@ -217,7 +202,7 @@ test('a path parameter stays one segment (`/`, `?`, `#`, `%` encoded); `.`, `..`
   }
 });
 
-test('timeoutMs bounds the whole request, however slowly its answer trickles in', async () => {
+test('timeoutMs bounds each attempt, however slowly its answer trickles in', async () => {
   const stub = await stubServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     const drip = setInterval(() => res.write(' '), 100);
