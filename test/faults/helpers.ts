@@ -75,6 +75,18 @@ export class Ledger {
   }
 }
 
+/** Projects made by the workspace command line, their keys' secrets kept and their making in the ledger. */
+export async function ledgerProjects(group: ProcessGroup, ledger: Ledger, secrets: Secrets, names: string[]): Promise<TestProject[]> {
+  const projects: TestProject[] = [];
+  for (const name of names) {
+    const project = await group.createProject(name);
+    secrets.add(project.key);
+    ledger.addProject(project);
+    projects.push(project);
+  }
+  return projects;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The actors: each works on one project's own keys and apps, one change at a time.
 
