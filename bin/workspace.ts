@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { activateApp, setLogo } from '../domain/apps.ts';
 import { ApiError, isDatabaseUnavailable } from '../domain/errors.ts';
 import { parseNewKey } from '../domain/keys.ts';
+import { isRateLimit, MAX_RATE_LIMIT, MAX_RATE_WINDOW_S, type RateLimit } from '../domain/rate-limit.ts';
 import { Invalid, NotFound, createProject, createProjectKey, disableConsumer, disableProject, setPlan, verifyProjectChain } from '../domain/projects.ts';
 import { recordRun } from '../domain/runs.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -36,7 +37,9 @@ const USAGE = `usage: npm run --silent workspace -- <command> [--ip <address>]
   project create --name <name>
   project disable <proj_id>
   consumer disable <cons_id>
-  plan set <proj_id> [--custom-apps true|false] [--app-limit N]
+  plan set <proj_id> [--custom-apps true|false] [--app-limit N] [--rate-limit N/S|none]
+      (--rate-limit: the default limit of the project's keys created from now on,
+       N requests per S seconds, N 1..1000000, S 1..86400; none for no default)
   app logo <mapp_id> --file <path>
   app activate <mapp_id>
   run record --app <mapp_id> --project <proj_id> --status succeeded|error [--input N --output N]
@@ -91,6 +94,19 @@ function flagCount(args: Args, flag: string): number | undefined {
   return Number(value);
 }
 
+/** --rate-limit N/S, or none. */
+function flagRateLimit(args: Args): RateLimit | null | undefined {
+  const value = args.values['rate-limit'];
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  const match = /^(\d{1,7})\/(\d{1,5})$/.exec(value);
+  const rateLimit = match ? { limit: Number(match[1]), window_s: Number(match[2]) } : undefined;
+  if (!isRateLimit(rateLimit)) {
+    throw new UsageError(`--rate-limit takes N/S (N requests per S seconds, N 1..${MAX_RATE_LIMIT}, S 1..${MAX_RATE_WINDOW_S}) or none.`);
+  }
+  return rateLimit;
+}
+
 function flagText(args: Args, flag: string): string {
   const value = args.values[flag];
   if (!value) throw new UsageError(`--${flag} is required.`);
@@ -105,8 +121,8 @@ const COMMANDS: Record<string, { options: readonly string[]; run: Command }> = {
   } },
   'project disable': { options: [], run: (services, actor, { positionals }) => disableProject(services, actor, one(positionals, 'proj_id')) },
   'consumer disable': { options: [], run: (services, actor, { positionals }) => disableConsumer(services, actor, one(positionals, 'cons_id')) },
-  'plan set': { options: ['custom-apps', 'app-limit'], run: (services, actor, args) => {
-    const plan = { customApps: flagBoolean(args, 'custom-apps'), appLimit: flagCount(args, 'app-limit') };
+  'plan set': { options: ['custom-apps', 'app-limit', 'rate-limit'], run: (services, actor, args) => {
+    const plan = { customApps: flagBoolean(args, 'custom-apps'), appLimit: flagCount(args, 'app-limit'), rateLimit: flagRateLimit(args) };
     return setPlan(services, actor, one(args.positionals, 'proj_id'), plan);
   } },
   'app logo': { options: ['file'], run: (services, actor, args) => setLogo(services, actor, one(args.positionals, 'mapp_id'), flagText(args, 'file')) },
@@ -166,6 +182,7 @@ async function main(argv: string[]): Promise<number> {
       ip: { type: 'string', default: '127.0.0.1' },
       'custom-apps': { type: 'string' },
       'app-limit': { type: 'string' },
+      'rate-limit': { type: 'string' },
       file: { type: 'string' },
       app: { type: 'string' },
       project: { type: 'string' },

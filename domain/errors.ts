@@ -55,6 +55,8 @@ export const errors = {
   keyRefused: fail(403, "The API key doesn't have permissions to perform the request."),
   tooManyRefusals: (retryAfterSeconds: number) =>
     new ApiError(429, 'Too many requests with an invalid API key. Retry later.', retryAfterSeconds),
+  keyRateLimited: (retryAfterSeconds: number) =>
+    new ApiError(429, 'Too many requests for this API key. Retry later.', retryAfterSeconds),
   missingScope: (scope: string) => new ApiError(403, `The API key is missing the required scope: ${scope}`),
   gatewayNotFound: () => new ApiError(404, 'The requested resource was not found.', undefined, true),
   methodNotAllowed: fail(405, 'The request method is not allowed.'),
@@ -81,6 +83,8 @@ export const errors = {
   revokeCurrent: fail(422, 'Cannot revoke the API key currently in use.'),
   graceS: fail(422, 'grace_s must be an integer from 0 to 2592000.'),
   rollExpired: fail(422, 'An expired API key cannot be rolled.'),
+  rateLimitInvalid: fail(422, 'rate_limit must be null or {"limit": 1..1000000, "window_s": 1..86400}.'),
+  rateLimitLooser: fail(403, 'Cannot create a key with a looser rate limit than the calling key.'),
 
   eventNotFound: fail(404, 'Event not found.'),
   streamAfter: fail(422, 'after must be a non-negative integer.'),

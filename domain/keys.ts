@@ -8,6 +8,7 @@ import { KeyCheckedDatabase } from './key-check.ts';
 import { errors } from './errors.ts';
 import { holdsScope, isKnownScope } from './scopes.ts';
 import { hashSecret, newSecret, previewOf } from './secrets.ts';
+import { parseRateLimit, type RateLimit } from './rate-limit.ts';
 import { apiActor, ok, pageOf, paging, type CallerKey, type DomainRequest } from './requests.ts';
 import { SYSTEM_ACTOR, type Actor } from './actor.ts';
 import { change, changeByStatement, type Services, type Tx } from './services.ts';
@@ -34,6 +35,7 @@ export function keyView(row: KeyRow, secret?: string) {
     created_by: row.created_by,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    rate_limit: row.rate_limit,
   };
 }
 
@@ -76,6 +78,8 @@ export interface NewKey {
   scope: string[];
   /** Unix seconds, or null for never. */
   expiresAt: number | null;
+  /** Absent or null: the project's plan default. */
+  rateLimit?: RateLimit | null;
 }
 
 /** Validates a creation body in its fixed order; `caller` is the creating key's scope and expiry. */
@@ -98,12 +102,13 @@ export function parseNewKey(body: Record<string, unknown>, caller: { scope: read
     }
     expires = expiresAt;
   }
+  const rateLimit = parseRateLimit(body.rate_limit);
 
   // Refused, never trimmed: every requested scope must be within the caller's own.
   if (!scopes.every((wanted) => holdsScope(caller.scope, wanted))) throw errors.scopeWider();
   // Nor a longer life: a leaked short-lived key could otherwise make itself a lasting one.
   if (caller.expiresAt !== null && (expires === null || expires > caller.expiresAt)) throw errors.outlivesCaller();
-  return { name, scope: scopes, expiresAt: expires };
+  return { name, scope: scopes, expiresAt: expires, rateLimit };
 }
 
 /** A new key's id and secret, and what of the secret is stored: every key's, made once here. */
@@ -112,12 +117,13 @@ export function mintKey() {
   return { id: newId('papi'), secret, hash: hashSecret(secret), preview: previewOf(secret) };
 }
 
-/** A new key's row as key_insert.sql takes it, with its secret. */
-function newKeyValues(projectId: string, consumerId: string, input: NewKey) {
+/** A new key's row as key_insert.sql takes it, with its secret; `callerLimit` the making key's. */
+function newKeyValues(projectId: string, consumerId: string, input: NewKey, callerLimit: RateLimit | null) {
   const { id, secret, hash, preview } = mintKey();
   const values = {
     id, project_id: projectId, created_by: consumerId, name: input.name,
     secret_hash: hash, key_preview: preview, scope: input.scope, expires_at: input.expiresAt,
+    rate_limit: input.rateLimit ?? null, caller_rate_limit: callerLimit,
   };
   return { secret, values };
 }
@@ -127,7 +133,7 @@ const createdDetails = (input: NewKey) => ({ name: input.name, scope: input.scop
 
 /** Inserts a key and enqueues `key.created` in a change of several statements (the workspace's). */
 export async function insertKey(tx: Tx, actor: Actor, projectId: string, consumerId: string, input: NewKey) {
-  const { secret, values } = newKeyValues(projectId, consumerId, input);
+  const { secret, values } = newKeyValues(projectId, consumerId, input, null);
   // No key to check: the change checked its own in its BEGIN, or no key makes it.
   const [row] = await queryFile<KeyRow>(tx.client, 'key_insert', { ...values, checked_key: null });
   await recordEvent(tx, actor, {
@@ -149,7 +155,7 @@ export async function createKey(services: Services, req: DomainRequest) {
   const actor = apiActor(req);
   const statement = keyCreate ??= composeQuery('key_create', { insert: 'key_insert' });
   const { row, secret } = await changeByStatement(services, async (db, checkedKey) => {
-    const { secret, values } = newKeyValues(req.caller.project_id, req.caller.created_by, input);
+    const { secret, values } = newKeyValues(req.caller.project_id, req.caller.created_by, input, req.caller.rate_limit);
     const { rows: [row] } = await db.query({
       name: 'key_create',
       text: statement.text,
@@ -163,9 +169,11 @@ export async function createKey(services: Services, req: DomainRequest) {
   return ok(keyView(row, secret), 201);
 }
 
-/** key_within_caller_life's refusal (sql/migrations/0021) as creation's 403; any other error as it is. */
+/** key_within_caller_life's and rate_limit_within_caller's refusals as creation's 403s; any other error as it is. */
 export function outlivesRefusal(err: unknown): never {
-  if ((err as { code?: unknown } | null)?.code === SQLSTATE.keyOutlivesCaller) throw errors.outlivesCaller();
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === SQLSTATE.keyOutlivesCaller) throw errors.outlivesCaller();
+  if (code === SQLSTATE.keyRateLimitLooser) throw errors.rateLimitLooser();
   throw err;
 }
 

@@ -6,6 +6,7 @@ import { verifyChain } from './audit-chain.ts';
 import { verifyLatestCheckpoint } from './checkpoints.ts';
 import { insertKey, keyView, type NewKey } from './keys.ts';
 import type { Actor } from './actor.ts';
+import type { RateLimit } from './rate-limit.ts';
 import { change, type Services } from './services.ts';
 
 export class NotFound extends Error {}
@@ -106,17 +107,21 @@ export async function verifyProjectChain(services: Services, projectId: string) 
   return { project: { id: projectId }, ...chain, checkpoint };
 }
 
-export async function setPlan(services: Services, actor: Actor, projectId: string, plan: { customApps?: boolean; appLimit?: number }) {
+/** `rateLimit`: the default of the project's keys created from now on; null for none, undefined to keep it. */
+export async function setPlan(services: Services, actor: Actor, projectId: string, plan: { customApps?: boolean; appLimit?: number; rateLimit?: RateLimit | null }) {
   return change(services, async (tx) => {
-    const [row] = await queryFile<{ old_custom_apps: boolean; old_app_limit: number; custom_apps: boolean; app_limit: number; updated_at: number }>(
-      tx.client, 'plan_update', [projectId, plan.customApps ?? null, plan.appLimit ?? null]);
+    const [row] = await queryFile<{
+      old_custom_apps: boolean; old_app_limit: number; old_rate_limit: RateLimit | null;
+      custom_apps: boolean; app_limit: number; rate_limit: RateLimit | null; updated_at: number;
+    }>(tx.client, 'plan_update', [projectId, plan.customApps ?? null, plan.appLimit ?? null, plan.rateLimit ?? null, plan.rateLimit !== undefined]);
     if (!row) throw new NotFound(`No project ${projectId}.`);
     const changes: Record<string, { from: unknown; to: unknown }> = {};
     if (row.old_custom_apps !== row.custom_apps) changes.custom_apps = { from: row.old_custom_apps, to: row.custom_apps };
     if (row.old_app_limit !== row.app_limit) changes.app_limit = { from: row.old_app_limit, to: row.app_limit };
+    if (JSON.stringify(row.old_rate_limit) !== JSON.stringify(row.rate_limit)) changes.rate_limit = { from: row.old_rate_limit, to: row.rate_limit };
     if (Object.keys(changes).length > 0) {
       await recordEvent(tx, actor, { projectId, type: 'plan.changed', related: { table: 'project', id: projectId }, details: { changes }, at: row.updated_at });
     }
-    return { project: { id: projectId }, plan: { custom_apps: row.custom_apps, app_limit: row.app_limit } };
+    return { project: { id: projectId }, plan: { custom_apps: row.custom_apps, app_limit: row.app_limit, rate_limit: row.rate_limit } };
   });
 }

@@ -1,6 +1,7 @@
 // What the gateway hands a worker thread, and what comes back: plain data, one message each way.
 import { errors } from './errors.ts';
 import type { Actor } from './actor.ts';
+import type { RateLimit } from './rate-limit.ts';
 
 /** The authenticated key, as key_authenticate.sql reads it. */
 export interface CallerKey {
@@ -15,6 +16,8 @@ export interface CallerKey {
   created_by: string;
   created_at: number;
   updated_at: number;
+  /** Fixed at creation: remembering it with the key is safe. */
+  rate_limit: RateLimit | null;
 }
 
 export interface DomainRequest {

@@ -32,6 +32,11 @@ function failureSchema(failures: Failures): JsonSchema {
 }
 
 const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } } };
+/** On every answer to a key with a rate limit (docs/request-limits.md), whatever its status. */
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Policy': { description: 'A limited key\'s limit: `"key";q=<limit>;w=<window_s>`.', schema: { type: 'string' } },
+  RateLimit: { description: 'A limited key\'s window: `"key";r=<requests remaining>;t=<seconds until it starts afresh>`.', schema: { type: 'string' } },
+};
 
 function jsonResponse(status: number, schema: JsonSchema, description = TITLES[status]!, headers?: object): object {
   return { description, ...(headers ? { headers } : {}), content: { 'application/json': { schema } } };
@@ -41,7 +46,7 @@ function failureResponse(status: number, failures: Failures): object {
   const example = failures.messages[0] ?? failures.patterns[0]!.example;
   return {
     description: [...failures.messages, ...failures.patterns.map((p) => p.example)].join(' | '),
-    ...(status === 429 || status === 503 ? { headers: RETRY_AFTER } : {}),
+    ...(status === 429 ? { headers: { ...RETRY_AFTER, ...RATE_LIMIT_HEADERS } } : status === 503 ? { headers: RETRY_AFTER } : {}),
     content: { 'application/json': { schema: envelope(status, failureSchema(failures)), example: { code: status, title: TITLES[status], response: example } } },
   };
 }
@@ -61,7 +66,7 @@ function add(byStatus: Map<number, Failures>, doc: ErrorDoc): void {
 function sharedFailures(endpoint: Endpoint): ErrorDoc[] {
   const scope = () => errors.missingScope(endpoint.scope);
   return [
-    errors.noKey, errors.keyExpired, errors.keyRefused, scope, () => errors.tooManyRefusals(1), errors.bodyTooLarge,
+    errors.noKey, errors.keyExpired, errors.keyRefused, scope, () => errors.tooManyRefusals(1), () => errors.keyRateLimited(1), errors.bodyTooLarge,
     ...(endpoint.runs !== 'reserved' ? [errors.invalidJson, errors.tooDeep, errors.unstorableText] : []),
     ...(idempotent(endpoint) ? [errors.idempotencyKeyInvalid, errors.idempotencyMismatch, errors.idempotencyInProgress] : []),
     errors.internal, errors.unavailable,
@@ -101,7 +106,7 @@ function operation(name: string, endpoint: Endpoint, shared: Map<string, string>
       content: { 'text/event-stream': { schema: { type: 'string', description: 'id: <sequence>, event: <type name>, data: an Event as one line of JSON' } } },
     };
   } else if (endpoint.runs !== 'reserved') {
-    responses[endpoint.success.status] = jsonResponse(endpoint.success.status, envelope(endpoint.success.status, endpoint.success.schema));
+    responses[endpoint.success.status] = jsonResponse(endpoint.success.status, envelope(endpoint.success.status, endpoint.success.schema), undefined, RATE_LIMIT_HEADERS);
   }
   for (const status of [...byStatus.keys()].sort((a, b) => a - b)) {
     const failures = byStatus.get(status)!;
@@ -130,7 +135,7 @@ const one = (...errs: Array<() => ApiError>): Failures => ({ messages: errs.map(
 const SHARED_FAILURES: Record<string, [number, Failures]> = {
   Unauthorized: [401, one(errors.noKey, errors.keyExpired)],
   PayloadTooLarge: [413, one(errors.bodyTooLarge)],
-  TooManyRefusals: [429, one(() => errors.tooManyRefusals(1))],
+  TooManyRequests: [429, one(() => errors.tooManyRefusals(1), () => errors.keyRateLimited(1))],
   InternalError: [500, one(errors.internal)],
   Unavailable: [503, one(errors.unavailable)],
   InvalidJson: [400, one(errors.invalidJson)],
@@ -241,7 +246,7 @@ export function openApiDocument(): Record<string, unknown> {
     },
     'x-gateway-responses': {
       ...gatewayOnlyResponses(),
-      401: byStatus('Unauthorized'), 413: byStatus('PayloadTooLarge'), 429: byStatus('TooManyRefusals'),
+      401: byStatus('Unauthorized'), 413: byStatus('PayloadTooLarge'), 429: byStatus('TooManyRequests'),
       500: byStatus('InternalError'), 503: byStatus('Unavailable'),
     },
   };

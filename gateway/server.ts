@@ -25,6 +25,8 @@ import { setServerOptions } from './node-http-internals.ts';
 import { requestPacer } from './pipelining.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { listenFailure } from '../lib/ports.ts';
+import { limitRequests, RequestLimits } from './request-limits.ts';
+import { WebProcesses } from './web-processes.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
 import { createRequestLog, type RequestLog } from './request-log.ts';
@@ -105,6 +107,9 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const known = new KnownKeys(db, config.keyMemorySize);
   const metrics = config.metricsPort === undefined ? undefined : new GatewayMetrics();
   const refusals = createRefusals(log, known, config.keyRefusalFloorMs, metrics);
+  const processes = new WebProcesses(db.pool, log);
+  await processes.start();
+  const limits = new RequestLimits(db.pool, () => processes.count);
   const workers = createWorkerPool(config, databaseUrl);
   let httpsPort = config.httpsPort;
 
@@ -140,6 +145,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const pre: Handler[] = [markArrival, closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
   pre.push(acceptedMethods(), bodyLimit(), authenticate(db, known, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
+  pre.push(limitRequests(limits));
   server.pre(inSequence(pre, refusals) as never);
 
   const streams = new EventStreams(db, databaseUrl, config, log);
@@ -214,6 +220,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
       clearInterval(sweeper);
       clearTimeout(timer);
       await workers.destroy();
+      await processes.stop();
       await db.end();
     },
   };

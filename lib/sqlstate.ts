@@ -25,6 +25,8 @@ export const SQLSTATE = {
   admissionNearLimit: 'PMS05',
   /** Raised by key_within_caller_life (sql/migrations/0021): a new key would outlive the calling key. */
   keyOutlivesCaller: 'PMS06',
+  /** Raised by rate_limit_within_caller (sql/migrations/0030): a new key's limit looser than the calling key's. */
+  keyRateLimitLooser: 'PMS07',
 } as const;
 
 /** The class of every connection exception (08000, 08006, …). */

@@ -7,8 +7,8 @@ export const keyRoll = {
   method: 'POST',
   path: '/v1/key/{key_id}/roll',
   scope: 'key:write',
-  summary: 'Replaces a key: a new key with its name, scope and expiry (the secret, `key`, in this answer only); the old key stops working after `grace_s` seconds.',
-  description: 'The old key\'s `expires_at` becomes the earlier of its own and now + `grace_s`; `grace_s` 0 revokes it at once (not the key making the call). The new key is held to what the caller may create: a scope outside the caller\'s own, or a life longer than its own, is refused.',
+  summary: 'Replaces a key: a new key with its name, scope, expiry and rate limit (the secret, `key`, in this answer only); the old key stops working after `grace_s` seconds.',
+  description: 'The old key\'s `expires_at` becomes the earlier of its own and now + `grace_s`; `grace_s` 0 revokes it at once (not the key making the call). The new key is held to what the caller may create: a scope outside the caller\'s own, a life longer than its own, or a rate limit looser than its own, is refused.',
   runs: 'pool',
   request: {
     params: { key_id: { type: 'string', description: 'papi_…, or `current` for the key making the call.' } },
@@ -23,6 +23,6 @@ export const keyRoll = {
     },
   },
   success: { status: 201, schema: ref('ApiKeyWithSecret') },
-  errors: [errors.graceS, errors.revokeCurrent, errors.keyNotFound, errors.rollExpired, errors.scopeWider, errors.outlivesCaller],
+  errors: [errors.graceS, errors.revokeCurrent, errors.keyNotFound, errors.rollExpired, errors.scopeWider, errors.outlivesCaller, errors.rateLimitLooser],
   handler: rollKey,
 } as const satisfies PoolEndpoint;

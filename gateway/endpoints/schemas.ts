@@ -1,6 +1,7 @@
 // JSON Schemas of what the API answers, shared by the endpoints' declarations. Strict, so a test
 // validating a response against the OpenAPI document catches any member the contract does not name.
 import { EVENT_TYPES } from '../../domain/jobs.ts';
+import { MAX_RATE_LIMIT, MAX_RATE_WINDOW_S } from '../../domain/rate-limit.ts';
 import type { JsonSchema } from './endpoint.ts';
 
 export const id = (prefix: string): JsonSchema => ({ type: 'string', pattern: `^${prefix}_[0-9a-f]{20}$` });
@@ -36,6 +37,7 @@ const keyMembers = {
   created_by: id('cons'),
   created_at: unixSeconds,
   updated_at: unixSeconds,
+  rate_limit: ref('RateLimit'),
 };
 
 const tokens = nullable(object({ input: { type: 'integer' }, output: { type: 'integer' }, total: { type: 'integer' } }));
@@ -54,6 +56,13 @@ const appMembers = {
 
 /** The shared schemas, by name, as the document's components.schemas. */
 export const SCHEMAS: Record<string, JsonSchema> = {
+  RateLimit: {
+    ...nullable(object({
+      limit: { type: 'integer', minimum: 1, maximum: MAX_RATE_LIMIT },
+      window_s: { type: 'integer', minimum: 1, maximum: MAX_RATE_WINDOW_S },
+    })),
+    description: 'At most `limit` requests in each window of `window_s` seconds, over every web process; null for none. Fixed when the key is made.',
+  },
   ApiKey: object(keyMembers),
   ApiKeyWithSecret: object({ ...keyMembers, key: { type: 'string', pattern: '^sk-project-[0-9A-Za-z]{49}$', description: '43 random base62 characters, then their CRC32 as 6 base62 characters (README, "Key secrets").' } }),
   Deleted: object({ deleted: { const: true }, id: { type: 'string' } }),

@@ -2,6 +2,6 @@
 -- secret. Revoked keys and keys whose project or consumer is disabled return no row, exactly
 -- like an unknown secret, so every refusal takes the same path and nearly the same time. An
 -- expired key does return its row: it is refused with its own answer (401).
-SELECT id, project_id, name, key_preview, scope, status, expires_at, last_used_at, created_by, created_at, updated_at
+SELECT id, project_id, name, key_preview, scope, status, expires_at, last_used_at, created_by, created_at, updated_at, rate_limit
 FROM api_key_usable
 WHERE secret_hash = $1

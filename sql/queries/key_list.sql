@@ -6,7 +6,7 @@
 SELECT c.total, k.*
 FROM (SELECT coalesce((SELECT sum(keys) FROM project_counts WHERE project_id = $1), 0)::bigint AS total) c
 LEFT JOIN LATERAL (
-  SELECT id, name, key_preview, scope, status, expires_at, last_used_at, created_by, created_at, updated_at
+  SELECT id, name, key_preview, scope, status, expires_at, last_used_at, created_by, created_at, updated_at, rate_limit
   FROM api_key_view
   WHERE project_id = $1 AND stored_status <> 'revoked'
   ORDER BY created_ts DESC, id DESC

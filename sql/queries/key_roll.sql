@@ -4,14 +4,15 @@
 -- project, or revoked), or the `refusal` it names.
 -- $1 old key, $2 project, $3 the key to check (NULL: none), $4 grace_s, $5 new key's id, $6 its
 -- consumer, $7 its secret's hash, $8 its preview, $9 the scopes the caller may grant, $10 the
--- calling key, $11 key.created's id, $12 key.rolled's id, $13 origin, $14 actor key, $15 ip.
+-- calling key, $11 key.created's id, $12 key.rolled's id, $13 origin, $14 actor key, $15 ip,
+-- $16 the calling key's rate limit (NULL: none).
 WITH checked AS MATERIALIZED (
   SELECT change_key_check($3) AS ok
 ), held AS MATERIALIZED (
   -- One row whether or not the hold was taken, so that `old` waits on it either way.
   SELECT count(*) AS n FROM (SELECT hold_changes_of('key', $1) WHERE $4::int = 0 AND (SELECT ok FROM checked)) h
 ), old AS MATERIALIZED (
-  SELECT k.id, k.project_id, k.name, k.scope, k.expires_at, key_status(k.status, k.expires_at) AS status
+  SELECT k.id, k.project_id, k.name, k.scope, k.expires_at, k.rate_limit, key_status(k.status, k.expires_at) AS status
   FROM api_keys k, held
   WHERE k.id = $1 AND k.project_id = $2 AND k.status <> 'revoked' AND (SELECT ok FROM checked)
   FOR UPDATE OF k
@@ -20,20 +21,21 @@ WITH checked AS MATERIALIZED (
   SELECT o.*, CASE
     WHEN o.status = 'expired' THEN 'expired'
     WHEN NOT (o.scope <@ $9::text[]) THEN 'scope'
+    WHEN rate_limit_looser(o.rate_limit, $16::jsonb) THEN 'rate_limit'
     WHEN key_within_caller_life($10, unix_seconds(o.expires_at)) THEN NULL
   END AS refusal
   FROM old o
 ), created AS (
   -- What the new key takes from the old one is the last line of each list.
   INSERT INTO api_keys (id, project_id, created_by, secret_hash, key_preview,
-    name, scope, expires_at)
+    name, scope, expires_at, rate_limit)
   SELECT $5, d.project_id, $6, $7, $8,
-    d.name, d.scope, d.expires_at
+    d.name, d.scope, d.expires_at, d.rate_limit
   FROM decided d
   WHERE d.refusal IS NULL
   RETURNING id, name, key_preview, scope, key_status(status, expires_at) AS status,
             unix_seconds(expires_at) AS expires_at, unix_seconds(last_used_at) AS last_used_at,
-            created_by, unix_seconds(created_at) AS created_at, unix_seconds(updated_at) AS updated_at
+            created_by, unix_seconds(created_at) AS created_at, unix_seconds(updated_at) AS updated_at, rate_limit
 ), rolled AS (
   UPDATE api_keys k
   SET status = CASE WHEN $4::int = 0 THEN 'revoked' ELSE k.status END,

@@ -206,7 +206,7 @@ test("a plan's change waits for the creations in flight, and the next creation r
   const db = service.services.pool;
   const lock = await holdLock(db, IN_FLIGHT_ADMISSION, [p.projectId]);
   const changed = await afterWaitingOn(db, lock, "the plan's change waiting on the creation in flight", () => plan(p, { customApps: false }));
-  assert.deepEqual(changed.plan, { custom_apps: false, app_limit: FAR_FROM_ANY_LIMIT });
+  assert.deepEqual(changed.plan, { custom_apps: false, app_limit: FAR_FROM_ANY_LIMIT, rate_limit: null });
   assertError(await create(p), 402, NO_CUSTOM_APPS);
   assert.equal(await total(p), 0);
 });

@@ -45,10 +45,10 @@ test('every file of sql/queries that takes $n parameters is sent exactly as writ
 
 test('the statements of many parameters take them by name', () => {
   const named = queryNames().filter((name) => queryStatement(name).names.length > 0);
-  assert.deepEqual(named, ['app_create', 'app_delete', 'app_edit', 'file_insert', 'key_insert', 'key_revoke', 'run_insert']);
+  assert.deepEqual(named, ['app_create', 'app_delete', 'app_edit', 'file_insert', 'key_insert', 'key_revoke', 'request_lease', 'run_insert']);
   assert.deepEqual(composeQuery('key_create', { insert: 'key_insert' }).names, [
-    'id', 'project_id', 'created_by', 'name', 'secret_hash', 'key_preview', 'scope', 'expires_at', 'checked_key',
-    'event_id', 'origin', 'actor_id', 'ip_address', 'details',
+    'id', 'project_id', 'created_by', 'name', 'secret_hash', 'key_preview', 'scope', 'expires_at', 'rate_limit', 'checked_key',
+    'caller_rate_limit', 'event_id', 'origin', 'actor_id', 'ip_address', 'details',
   ]);
 });
 

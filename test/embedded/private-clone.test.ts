@@ -72,7 +72,7 @@ test('as root, a clone under a 0700 directory runs its embedded PostgreSQL with 
     await waitFor(() => `web /readyz 200:\n${existsSync(path.join(parent, 'web.log')) ? readFileSync(path.join(parent, 'web.log'), 'utf8').slice(-2000) : ''}`,
       () => readyz(httpsPort), 60_000, 200);
     const planned = assertCliSucceeded(await workspace(['plan', 'set', made.project.id, '--app-limit', '7']), 'plan set');
-    assert.deepEqual(planned, { project: { id: made.project.id }, plan: { custom_apps: true, app_limit: 7 } });
+    assert.deepEqual(planned, { project: { id: made.project.id }, plan: { custom_apps: true, app_limit: 7, rate_limit: null } });
 
     // The server: run as postgres, in the clone's .data/pg; both changes in its database.
     const postmaster = Number(readFileSync(path.join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);

@@ -17,7 +17,7 @@ test('GET /v1/key/current answers the key making the call, without its secret', 
   assert.equal(reply.body.code, 200);
   assert.equal(reply.body.title, 'OK');
   const key = reply.body.response;
-  assert.deepEqual(Object.keys(key), ['id', 'object', 'name', 'key_preview', 'scope', 'status', 'expires_at', 'last_used_at', 'created_by', 'created_at', 'updated_at']);
+  assert.deepEqual(Object.keys(key), ['id', 'object', 'name', 'key_preview', 'scope', 'status', 'expires_at', 'last_used_at', 'created_by', 'created_at', 'updated_at', 'rate_limit']);
   assert.equal(key.id, project.keyId);
   assert.equal(key.object, 'api_key');
   assert.equal(key.key_preview, `sk-project-...${project.key.slice(-4)}`);

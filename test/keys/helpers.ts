@@ -2,7 +2,7 @@
 import type { TestService } from '../support/service.ts';
 
 /** Every field of an API key object as read (no `key`), sorted. */
-export const KEY_FIELDS = ['created_at', 'created_by', 'expires_at', 'id', 'key_preview', 'last_used_at', 'name', 'object', 'scope', 'status', 'updated_at'];
+export const KEY_FIELDS = ['created_at', 'created_by', 'expires_at', 'id', 'key_preview', 'last_used_at', 'name', 'object', 'rate_limit', 'scope', 'status', 'updated_at'];
 
 /** The row as stored, times as Unix seconds. */
 export async function keyRow(service: TestService, id: string) {

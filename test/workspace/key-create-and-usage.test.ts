@@ -12,7 +12,9 @@ const USAGE = `usage: npm run --silent workspace -- <command> [--ip <address>]
   project create --name <name>
   project disable <proj_id>
   consumer disable <cons_id>
-  plan set <proj_id> [--custom-apps true|false] [--app-limit N]
+  plan set <proj_id> [--custom-apps true|false] [--app-limit N] [--rate-limit N/S|none]
+      (--rate-limit: the default limit of the project's keys created from now on,
+       N requests per S seconds, N 1..1000000, S 1..86400; none for no default)
   app logo <mapp_id> --file <path>
   app activate <mapp_id>
   run record --app <mapp_id> --project <proj_id> --status succeeded|error [--input N --output N]
