@@ -17,6 +17,7 @@ import { sendSerializedEnvelope } from './envelope.ts';
 import { parseJsonObject } from './json-body.ts';
 import type { KnownKeys } from './known-keys.ts';
 import { releaseAddress } from './pipelining.ts';
+import { releaseTurn } from './turns.ts';
 import type { Refusals } from './refusals.ts';
 import type { GatewayRequest, Handler, Next } from './types.ts';
 
@@ -101,7 +102,10 @@ export function serveEndpoint({ pool, db, known, maxQueued, streams, refusals: {
       }
       // restify answers 500 for a chain ended before its response began: next() comes after the head.
       known.check(req).then(() => streams.open(req, res, query).then((opened) => {
-        if (opened === true) releaseAddress(res);
+        if (opened === true) {
+          releaseAddress(res);
+          releaseTurn(res);
+        }
         else {
           log.warn({ requestId: req.requestId }, `${opened} full, stream refused`);
           fail(req, res, errors.streamsFull());

@@ -26,6 +26,7 @@ import { requestPacer } from './pipelining.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { listenFailure } from '../lib/ports.ts';
 import { limitRequests, RequestLimits } from './request-limits.ts';
+import { takeTurns } from './turns.ts';
 import { WebProcesses } from './web-processes.ts';
 import { redirectAll, redirectForwardedHttp } from './redirect.ts';
 import { requestId } from './request-id.ts';
@@ -145,6 +146,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const pre: Handler[] = [markArrival, closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
   pre.push(acceptedMethods(), bodyLimit(), authenticate(db, known, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
+  pre.push(takeTurns({ maxPerKey: config.maxRequestsPerKey, maxPerProject: config.maxRequestsPerProject, maxInProgress: config.maxRequestsInProgress }));
   pre.push(limitRequests(limits));
   server.pre(inSequence(pre, refusals) as never);
 

@@ -33,6 +33,10 @@ export interface Config {
   maxPipelinedRequests: number;
   /** Requests one client address may have in progress over all its connections (0: no bound). */
   maxRequestsPerAddress: number;
+  /** Requests one key, one project, and the process may have in progress once authenticated (0: no bound). */
+  maxRequestsPerKey: number;
+  maxRequestsPerProject: number;
+  maxRequestsInProgress: number;
   /** Refused authentications one client address may cause per minute before 429 (0: no bound). */
   authRefusalsPerMinute: number;
   /** How long a 429 for too many refusals is held before it is answered. */
@@ -173,6 +177,12 @@ export function readConfig(env = process.env): Config {
     maxPipelinedRequests: int(env, 'MAX_PIPELINED_REQUESTS', 8, 1),
     // Half of TASKS_PER_THREAD: one address alone keeps the process busy but cannot starve others.
     maxRequestsPerAddress: int(env, 'MAX_REQUESTS_PER_ADDRESS', 16),
+    // As an address's: one key cannot take the process from many addresses either.
+    maxRequestsPerKey: int(env, 'MAX_REQUESTS_PER_KEY', 16),
+    // A pool thread's tasks: a project of many keys keeps the process busy, and no more.
+    maxRequestsPerProject: int(env, 'MAX_REQUESTS_PER_PROJECT', 32),
+    // Past what the process serves well, projects take turns instead of all piling on the database.
+    maxRequestsInProgress: int(env, 'MAX_REQUESTS_IN_PROGRESS', 256),
     // An honest client with a bad key stops after a few; a guesser is then held to about one a second.
     authRefusalsPerMinute: int(env, 'AUTH_REFUSALS_PER_MINUTE', 60),
     // A guesser waiting for each answer then guesses once a second per connection.

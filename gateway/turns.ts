@@ -1,0 +1,163 @@
+// After authentication, before anything that works: the requests in progress of one key, of one
+// project and of the whole process are bounded; past a bound a request waits in its project's
+// queue, projects served in turn and within one its keys in turn. A waiting request holds its
+// place of its connection and client address, so pipelining.ts stops reading them meanwhile.
+import type { ServerResponse } from 'node:http';
+import type { Handler } from './types.ts';
+
+export interface TurnOptions {
+  /** Requests in progress per key, per project and per process (0: no bound). */
+  maxPerKey: number;
+  maxPerProject: number;
+  maxInProgress: number;
+}
+
+interface Waiting {
+  res: ServerResponse;
+  start: () => void;
+  /** The client went away while it waited. */
+  gone: boolean;
+}
+
+interface Key {
+  id: string;
+  inProgress: number;
+  waiting: Waiting[];
+}
+
+interface Project {
+  id: string;
+  inProgress: number;
+  keys: Map<string, Key>;
+  /** Its keys with requests waiting, in turn: the first is served next. */
+  turn: Set<Key>;
+}
+
+const RELEASE = Symbol('releaseTurn');
+type Releasable = ServerResponse & { [RELEASE]?: () => void };
+
+/** A request that now only waits (an event stream once begun) gives its place back. */
+export function releaseTurn(res: ServerResponse): void {
+  (res as Releasable)[RELEASE]?.();
+}
+
+export function takeTurns({ maxPerKey, maxPerProject, maxInProgress }: TurnOptions): Handler {
+  const projects = new Map<string, Project>();
+  /** Projects with requests waiting, in turn. */
+  const turn = new Set<Project>();
+  let inProgress = 0;
+
+  const room = (count: number, max: number) => max === 0 || count < max;
+  const keyHasRoom = (key: Key) => room(key.inProgress, maxPerKey);
+
+  function projectOf(id: string): Project {
+    let project = projects.get(id);
+    if (!project) projects.set(id, project = { id, inProgress: 0, keys: new Map(), turn: new Set() });
+    return project;
+  }
+
+  function keyOf(project: Project, id: string): Key {
+    let key = project.keys.get(id);
+    if (!key) project.keys.set(id, key = { id, inProgress: 0, waiting: [] });
+    return key;
+  }
+
+  function forgetIfIdle(project: Project, key: Key): void {
+    if (key.inProgress === 0 && key.waiting.length === 0) project.keys.delete(key.id);
+    if (project.inProgress === 0 && project.keys.size === 0) projects.delete(project.id);
+  }
+
+  function begin(project: Project, key: Key, res: ServerResponse, start: () => void): void {
+    inProgress++;
+    project.inProgress++;
+    key.inProgress++;
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      freed.push([project, key]);
+      if (freed.length === 1) setImmediate(handBack);
+    };
+    (res as Releasable)[RELEASE] = release;
+    // Given back once the answer is written, not once it is sent: a pipelined answer is sent only
+    // after the answers before it, and those may still wait for a place this one would hold.
+    const end = res.end;
+    res.end = function endAndRelease(this: ServerResponse, ...args: unknown[]) {
+      release();
+      return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+    } as ServerResponse['end'];
+    res.once('close', release);
+    start();
+  }
+
+  /** The next request of the project, from its keys in turn, whose key has room; undefined if none. */
+  function nextOf(project: Project): [Key, Waiting] | undefined {
+    for (const key of [...project.turn]) {
+      while (key.waiting[0]?.gone) key.waiting.shift();
+      if (key.waiting.length === 0) {
+        project.turn.delete(key);
+        forgetIfIdle(project, key);
+        continue;
+      }
+      if (!keyHasRoom(key)) continue;
+      // Back of the line once served, if it has more waiting.
+      project.turn.delete(key);
+      const waiting = key.waiting.shift()!;
+      if (key.waiting.length > 0) project.turn.add(key);
+      return [key, waiting];
+    }
+    return undefined;
+  }
+
+  /** Hands the places freed to the waiting requests: one per project in turn, round after round. */
+  function serveWaiting(): void {
+    let started = true;
+    while (started && turn.size > 0 && room(inProgress, maxInProgress)) {
+      started = false;
+      for (const project of [...turn]) {
+        if (!room(inProgress, maxInProgress)) return;
+        if (!room(project.inProgress, maxPerProject)) continue;
+        const next = nextOf(project);
+        turn.delete(project);
+        if (project.turn.size > 0) turn.add(project);
+        if (!next) continue;
+        const [key, waiting] = next;
+        begin(project, key, waiting.res, waiting.start);
+        started = true;
+      }
+    }
+  }
+
+  /**
+   * Places given back in this turn of the event loop are handed on in the next, as pipelining.ts
+   * does for addresses: answers that complete at once cannot let one project start request after
+   * request while the others wait for the turn to end.
+   */
+  const freed: Array<[Project, Key]> = [];
+
+  function handBack(): void {
+    for (const [project, key] of freed.splice(0)) {
+      inProgress--;
+      project.inProgress--;
+      key.inProgress--;
+      forgetIfIdle(project, key);
+    }
+    serveWaiting();
+  }
+
+  return function takeTurn(req, res, next) {
+    const caller = req.caller;
+    if (!caller) return next();
+    const project = projectOf(caller.project_id);
+    const key = keyOf(project, caller.id);
+    // Nothing of its key waits, and there is room: none waiting could take this place instead.
+    if (key.waiting.length === 0 && keyHasRoom(key) && room(project.inProgress, maxPerProject) && room(inProgress, maxInProgress)) {
+      return begin(project, key, res, () => next());
+    }
+    const waiting: Waiting = { res, start: () => next(), gone: false };
+    key.waiting.push(waiting);
+    res.once('close', () => { waiting.gone = true; });
+    project.turn.add(key);
+    turn.add(project);
+  };
+}

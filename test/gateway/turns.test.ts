@@ -1,0 +1,117 @@
+// The bounds on requests in progress once authenticated (gateway/turns.ts), on their own with fake
+// requests and responses: per key, per project and per process; those waiting started as places
+// free, projects in turn and within one its keys in turn; a client gone while waiting never starts.
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { test } from 'node:test';
+import { releaseTurn, takeTurns, type TurnOptions } from '../../gateway/turns.ts';
+import type { GatewayRequest } from '../../gateway/types.ts';
+
+/** A turn of the event loop: places freed are handed on in the next one. */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+function harness(options: TurnOptions) {
+  const take = takeTurns(options);
+  const started: string[] = [];
+  const responses = new Map<string, EventEmitter & { end(): void }>();
+  return {
+    started,
+    /** A request of `key` in `project`, named `name`. */
+    send(name: string, key: string, project: string) {
+      const res = Object.assign(new EventEmitter(), { end() {} });
+      responses.set(name, res);
+      const req = { caller: { id: key, project_id: project } } as unknown as GatewayRequest;
+      take(req, res as never, (result) => {
+        assert.equal(result, undefined);
+        started.push(name);
+      });
+    },
+    /** The answer written (restify's send ends the response). */
+    finish(name: string) {
+      responses.get(name)!.end();
+    },
+    close(name: string) {
+      responses.get(name)!.emit('close');
+    },
+    release(name: string) {
+      releaseTurn(responses.get(name) as unknown as ServerResponse);
+    },
+  };
+}
+
+test('a key has at most its bound in progress; the next starts once one is answered', async () => {
+  const h = harness({ maxPerKey: 2, maxPerProject: 0, maxInProgress: 0 });
+  for (const name of ['a1', 'a2', 'a3', 'a4']) h.send(name, 'papi_a', 'proj_p');
+  h.send('b1', 'papi_b', 'proj_p');
+  assert.deepEqual(h.started, ['a1', 'a2', 'b1']);
+  h.finish('a1');
+  // Not within the turn that freed it: a place is handed on in the next turn.
+  assert.deepEqual(h.started, ['a1', 'a2', 'b1']);
+  await nextTurn();
+  assert.deepEqual(h.started, ['a1', 'a2', 'b1', 'a3']);
+  h.finish('a2');
+  h.close('a2');
+  await nextTurn();
+  assert.deepEqual(h.started, ['a1', 'a2', 'b1', 'a3', 'a4'], 'one place for an answer, however many events end it');
+  h.send('a5', 'papi_a', 'proj_p');
+  h.finish('a2');
+  await nextTurn();
+  assert.deepEqual(h.started, ['a1', 'a2', 'b1', 'a3', 'a4'], 'an answer ended twice gives its place back once');
+});
+
+test('a project has at most its bound over all its keys, its keys served in turn', async () => {
+  const h = harness({ maxPerKey: 0, maxPerProject: 2, maxInProgress: 0 });
+  for (const name of ['a1', 'a2', 'a3', 'a4']) h.send(name, 'papi_a', 'proj_p');
+  for (const name of ['b1', 'b2']) h.send(name, 'papi_b', 'proj_p');
+  h.send('other', 'papi_c', 'proj_q');
+  assert.deepEqual(h.started, ['a1', 'a2', 'other']);
+  h.finish('a1');
+  await nextTurn();
+  h.finish('a2');
+  await nextTurn();
+  h.finish('a3');
+  await nextTurn();
+  assert.deepEqual(h.started, ['a1', 'a2', 'other', 'a3', 'b1', 'a4'], 'keys a and b in turn');
+});
+
+test('past the process bound, the projects waiting are served in turn, whatever each has queued', async () => {
+  const h = harness({ maxPerKey: 0, maxPerProject: 0, maxInProgress: 2 });
+  for (let i = 1; i <= 6; i++) h.send(`p${i}`, 'papi_p', 'proj_p');
+  for (let i = 1; i <= 3; i++) h.send(`q${i}`, 'papi_q', 'proj_q');
+  h.send('r1', 'papi_r', 'proj_r');
+  assert.deepEqual(h.started, ['p1', 'p2']);
+  for (const name of ['p1', 'p2']) h.finish(name);
+  await nextTurn();
+  assert.deepEqual(h.started.slice(2), ['p3', 'q1'], 'two places: one project each');
+  for (const name of ['p3', 'q1']) h.finish(name);
+  await nextTurn();
+  assert.deepEqual(h.started.slice(4), ['r1', 'p4']);
+  for (const name of ['r1', 'p4']) h.finish(name);
+  await nextTurn();
+  assert.deepEqual(h.started.slice(6), ['q2', 'p5']);
+});
+
+test('a request whose client left while it waited never starts; a released place (a stream begun) is given back', async () => {
+  const h = harness({ maxPerKey: 1, maxPerProject: 0, maxInProgress: 0 });
+  for (const name of ['a1', 'a2', 'a3']) h.send(name, 'papi_a', 'proj_p');
+  h.close('a2');
+  h.release('a1');
+  await nextTurn();
+  assert.deepEqual(h.started, ['a1', 'a3']);
+  // a1's answer later gives nothing back twice.
+  h.finish('a1');
+  h.send('a4', 'papi_a', 'proj_p');
+  await nextTurn();
+  assert.deepEqual(h.started, ['a1', 'a3']);
+  h.finish('a3');
+  await nextTurn();
+  assert.deepEqual(h.started, ['a1', 'a3', 'a4']);
+});
+
+test('requests without a key (health, the document) pass untouched', () => {
+  const take = takeTurns({ maxPerKey: 1, maxPerProject: 1, maxInProgress: 1 });
+  let passed = 0;
+  for (let i = 0; i < 5; i++) take({} as GatewayRequest, new EventEmitter() as never, () => { passed++; });
+  assert.equal(passed, 5);
+});
