@@ -2,7 +2,8 @@
 // servers and each endpoint's twin, driven by autocannon on loopback, in one run. Prints the verdict on
 // the targets of bench/targets.ts, writes it as JSON and Markdown, exits non-zero when one is missed.
 //   BENCH_DURATION_S (10)  BENCH_WARMUP_S (2)  BENCH_OUT (bench/results)  DATABASE_URL  BENCH_STREAMS (1000)
-//   BENCH_ONLY: a regular expression; only the parts it matches run and are judged (endpoints by name, visibility, streams, scale).
+//   BENCH_ONLY: a regular expression; only the parts it matches run and are judged (endpoints by name, visibility, streams, scale,
+//   limited).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +26,11 @@ import { freePort } from '../test/support/ports.ts';
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
 const CONNECTIONS = 32;
+/** The limited key's limit: far above what a run sends, so that every request is admitted and the count is all it pays. */
+const BENCH_RATE_LIMIT = { limit: 1_000_000, window_s: 60 };
+/** Runs of the limited key, each followed by one of the unlimited key (which also comes first). */
+const LIMITED_ROUNDS = 3;
+const meanRps = (runs: readonly Measured[]) => runs.reduce((sum, r) => sum + r.rps, 0) / runs.length;
 const OUT = process.env.BENCH_OUT ?? path.join(import.meta.dirname, 'results');
 const EVENT_CHANGES = 500;
 const EVENT_RATE_PER_S = 200;
@@ -351,6 +357,20 @@ async function main(): Promise<number> {
       keyWriteTwin = await measure({ ...twinOf(allEndpoints.find((endpoint) => endpoint.name === 'POST /v1/key')!), name: "  POST /v1/key's twin" });
     }
     const r1Rps = r1Runs.reduce((sum, r) => sum + r.rps, 0) / r1Runs.length;
+
+    // A limited key's key/current in turns with the same request of an unlimited key, which opens
+    // and closes the part: the machine's drift weighs on both alike.
+    let limited: { limited: Measured[]; unlimited: Measured[] } | undefined;
+    if (runs('limited')) {
+      console.log(`# GET /v1/key/current with a key limited to ${BENCH_RATE_LIMIT.limit} per ${BENCH_RATE_LIMIT.window_s} s, in turns with the unlimited key`);
+      const made = await call(`${base}/v1/key`, 'POST', key, { name: 'bench limited', rate_limit: BENCH_RATE_LIMIT });
+      const current = (name: string, with_: string): Load => ({ name, url: `${base}/v1/key/current`, key: with_ });
+      limited = { limited: [], unlimited: [await measure(current('  unlimited key', key))] };
+      for (let round = 0; round < LIMITED_ROUNDS; round++) {
+        limited.limited.push(await measure(current('GET /v1/key/current (limited key)', made.body.response.key)));
+        limited.unlimited.push(await measure(current('  unlimited key', key)));
+      }
+    }
     const webRssMb = peakRssMb(web.pid!);
 
     const scale: { name: string; fresh: Measured; big: Measured }[] = [];
@@ -404,6 +424,10 @@ async function main(): Promise<number> {
       if (streams.problems.length) problems.push(`streams: ${streams.problems.length} problem(s): ${streams.problems.slice(0, 3).join('; ')}`);
     }
     for (const s of scale) checks.push({ row: `${s.name} at 1M rows p99`, target: 'scaleP99', figure: s.big.p99, reference: s.fresh.p99 });
+    if (limited) {
+      checks.push({ row: 'GET /v1/key/current, limited key, req/s', target: 'limitedKeyThroughput', figure: meanRps(limited.limited), reference: meanRps(limited.unlimited) });
+      for (const run of [...limited.limited, ...limited.unlimited]) clean(run, `limited key part, ${run.name.trim()}`);
+    }
     checks.push({ row: 'web peak RSS', target: 'webPeakRss', figure: webRssMb });
     const verdict = judge(checks);
     const missed = verdict.filter((j) => !j.met);
@@ -426,6 +450,11 @@ async function main(): Promise<number> {
       },
       event_visibility: { changes: visibility.count, rate_per_s: EVENT_RATE_PER_S, p50_ms: +visibility.p50.toFixed(1), p99_ms: +visibility.p99.toFixed(1) },
       scale: scale.map((s) => ({ endpoint: s.name, fresh_p99_ms: s.fresh.p99, scaled_p99_ms: s.big.p99, ratio: +(s.big.p99 / s.fresh.p99).toFixed(2) })),
+      limited_key: limited && {
+        rate_limit: BENCH_RATE_LIMIT,
+        limited_rps: limited.limited.map((r) => Math.round(r.rps)), limited_p99_ms: limited.limited.map((r) => r.p99),
+        unlimited_rps: limited.unlimited.map((r) => Math.round(r.rps)), unlimited_p99_ms: limited.unlimited.map((r) => r.p99),
+      },
       web_peak_rss_mb: +webRssMb.toFixed(0),
       verdict: verdict.map((j) => ({ row: j.row, target: j.target, figure: +j.figure.toFixed(1), against: j.reference === undefined ? undefined : +j.reference.toFixed(1), ratio: j.ratio === undefined ? undefined : +j.ratio.toFixed(2), met: j.met })),
       problems,
@@ -458,6 +487,12 @@ async function main(): Promise<number> {
       '|---|---:|---:|---:|',
       ...results.scale.map((s) => `| ${s.endpoint} | ${s.fresh_p99_ms} | ${s.scaled_p99_ms} | ${s.ratio} |`),
       '',
+      ...(limited ? [
+        `GET /v1/key/current with a limited key (${BENCH_RATE_LIMIT.limit} per ${BENCH_RATE_LIMIT.window_s} s, never reached), in turns with the unlimited key: ` +
+        `limited ${results.limited_key!.limited_rps.join(', ')} req/s (p99 ${results.limited_key!.limited_p99_ms.join(', ')} ms); ` +
+        `unlimited ${results.limited_key!.unlimited_rps.join(', ')} req/s (p99 ${results.limited_key!.unlimited_p99_ms.join(', ')} ms).`,
+        '',
+      ] : []),
       `Web process peak RSS: ${results.web_peak_rss_mb} MB.`,
       '',
       '## Verdict',

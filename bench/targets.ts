@@ -8,7 +8,7 @@
  * What a target divides its figure by, as the table names it. The event parts' changes are
  * POST /v1/key, so that endpoint's twin's p99 (32 connections) sets their pace on the machine measured.
  */
-export type Reference = 'twin' | 'R2' | 'POST /v1/key twin' | 'fresh project';
+export type Reference = 'twin' | 'R2' | 'POST /v1/key twin' | 'fresh project' | 'unlimited key';
 
 export type Unit = 'req/s' | 'ms' | 'MB';
 
@@ -27,6 +27,8 @@ export const TARGETS = {
   streamDeliveryP99: { unit: 'ms', against: 'POST /v1/key twin', atMost: 3 },
   /** A read on the bulk-loaded project against the same read on a fresh one. */
   scaleP99: { unit: 'ms', against: 'fresh project', atMost: 1.25 },
+  /** GET /v1/key/current with a key under a rate limit it never reaches, against an unlimited key's runs beside it. */
+  limitedKeyThroughput: { unit: 'req/s', against: 'unlimited key', atLeast: 0.9 },
   webPeakRss: { unit: 'MB', atMost: 300 },
   streamsWebRss: { unit: 'MB', atMost: 400 },
 } as const satisfies Record<string, Target>;
