@@ -146,7 +146,10 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   const pre: Handler[] = [markArrival, closeWhenStopping, requestId(config.trustProxy), setHardenedHeaders(true)];
   if (config.trustProxy) pre.push(redirectForwardedHttp(publicOrigin));
   pre.push(acceptedMethods(), bodyLimit(), authenticate(db, known, log, config.authRefusalsPerMinute, config.authRefusalDelayMs));
-  pre.push(takeTurns({ maxPerKey: config.maxRequestsPerKey, maxPerProject: config.maxRequestsPerProject, maxInProgress: config.maxRequestsInProgress }));
+  pre.push(takeTurns({
+    maxPerKey: config.maxRequestsPerKey, maxPerProject: config.maxRequestsPerProject,
+    maxInProgress: config.maxRequestsInProgress, maxPerProjectShared: config.maxRequestsPerProjectShared,
+  }));
   pre.push(limitRequests(limits));
   server.pre(inSequence(pre, refusals) as never);
 

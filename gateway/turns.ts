@@ -1,7 +1,7 @@
 // After authentication, before anything that works: the requests in progress of one key, of one
-// project and of the whole process are bounded; past a bound a request waits in its project's
-// queue, projects served in turn and within one its keys in turn. A waiting request holds its
-// place of its connection and client address, so pipelining.ts stops reading them meanwhile.
+// project (fewer while another project is served) and of the process are bounded; past a bound a
+// request waits, projects served in turn and within one its keys in turn. A waiting request keeps
+// its connection's and address's places, so pipelining.ts stops reading them meanwhile.
 import type { ServerResponse } from 'node:http';
 import type { Handler } from './types.ts';
 
@@ -10,7 +10,12 @@ export interface TurnOptions {
   maxPerKey: number;
   maxPerProject: number;
   maxInProgress: number;
+  /** A project's bound while another project is served too (0: none beyond maxPerProject). */
+  maxPerProjectShared: number;
 }
+
+/** A project that asked this recently still shares the process, between its requests too. */
+const SHARING_MS = 250;
 
 interface Waiting {
   res: ServerResponse;
@@ -41,13 +46,39 @@ export function releaseTurn(res: ServerResponse): void {
   (res as Releasable)[RELEASE]?.();
 }
 
-export function takeTurns({ maxPerKey, maxPerProject, maxInProgress }: TurnOptions): Handler {
+export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProjectShared }: TurnOptions): Handler {
   const projects = new Map<string, Project>();
   /** Projects with requests waiting, in turn. */
   const turn = new Set<Project>();
   let inProgress = 0;
 
   const room = (count: number, max: number) => max === 0 || count < max;
+  /** Projects with requests in progress. */
+  let busy = 0;
+  // The last two projects that asked, by id (an idle project's entry is made anew), and when.
+  let lastId = '';
+  let lastAtMs = -Infinity;
+  let beforeId = '';
+  let beforeAtMs = -Infinity;
+
+  function asked(project: Project, nowMs: number): void {
+    if (lastId !== project.id) {
+      beforeId = lastId;
+      beforeAtMs = lastAtMs;
+      lastId = project.id;
+    }
+    lastAtMs = nowMs;
+  }
+
+  /** Whether another project is served now or asked lately: then each holds only its share. */
+  function shared(project: Project): boolean {
+    if (busy - (project.inProgress > 0 ? 1 : 0) > 0) return true;
+    const nowMs = performance.now();
+    return (lastId !== project.id && nowMs - lastAtMs < SHARING_MS) || (beforeId !== project.id && nowMs - beforeAtMs < SHARING_MS);
+  }
+
+  const projectHasRoom = (project: Project) => room(project.inProgress, maxPerProject)
+    && (maxPerProjectShared === 0 || project.inProgress < maxPerProjectShared || !shared(project));
   const keyHasRoom = (key: Key) => room(key.inProgress, maxPerKey);
 
   function projectOf(id: string): Project {
@@ -69,7 +100,7 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress }: TurnOptio
 
   function begin(project: Project, key: Key, res: ServerResponse, start: () => void): void {
     inProgress++;
-    project.inProgress++;
+    if (project.inProgress++ === 0) busy++;
     key.inProgress++;
     let held = true;
     const release = () => {
@@ -116,7 +147,7 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress }: TurnOptio
       started = false;
       for (const project of [...turn]) {
         if (!room(inProgress, maxInProgress)) return;
-        if (!room(project.inProgress, maxPerProject)) continue;
+        if (!projectHasRoom(project)) continue;
         const next = nextOf(project);
         turn.delete(project);
         if (project.turn.size > 0) turn.add(project);
@@ -138,7 +169,7 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress }: TurnOptio
   function handBack(): void {
     for (const [project, key] of freed.splice(0)) {
       inProgress--;
-      project.inProgress--;
+      if (--project.inProgress === 0) busy--;
       key.inProgress--;
       forgetIfIdle(project, key);
     }
@@ -151,7 +182,8 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress }: TurnOptio
     const project = projectOf(caller.project_id);
     const key = keyOf(project, caller.id);
     // Nothing of its key waits, and there is room: none waiting could take this place instead.
-    if (key.waiting.length === 0 && keyHasRoom(key) && room(project.inProgress, maxPerProject) && room(inProgress, maxInProgress)) {
+    asked(project, performance.now());
+    if (key.waiting.length === 0 && keyHasRoom(key) && projectHasRoom(project) && room(inProgress, maxInProgress)) {
       return begin(project, key, res, () => next());
     }
     const waiting: Waiting = { res, start: () => next(), gone: false };

@@ -37,6 +37,8 @@ export interface Config {
   maxRequestsPerKey: number;
   maxRequestsPerProject: number;
   maxRequestsInProgress: number;
+  /** Requests one project may have in progress while another project is served too (0: no such bound). */
+  maxRequestsPerProjectShared: number;
   /** Refused authentications one client address may cause per minute before 429 (0: no bound). */
   authRefusalsPerMinute: number;
   /** How long a 429 for too many refusals is held before it is answered. */
@@ -183,6 +185,8 @@ export function readConfig(env = process.env): Config {
     maxRequestsPerProject: int(env, 'MAX_REQUESTS_PER_PROJECT', 32),
     // Past what the process serves well, projects take turns instead of all piling on the database.
     maxRequestsInProgress: int(env, 'MAX_REQUESTS_IN_PROGRESS', 256),
+    // Served in turn with another: a request of the other waits behind this few of its own.
+    maxRequestsPerProjectShared: int(env, 'MAX_REQUESTS_PER_PROJECT_SHARED', 4),
     // An honest client with a bad key stops after a few; a guesser is then held to about one a second.
     authRefusalsPerMinute: int(env, 'AUTH_REFUSALS_PER_MINUTE', 60),
     // A guesser waiting for each answer then guesses once a second per connection.

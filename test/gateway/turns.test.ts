@@ -41,7 +41,7 @@ function harness(options: TurnOptions) {
 }
 
 test('a key has at most its bound in progress; the next starts once one is answered', async () => {
-  const h = harness({ maxPerKey: 2, maxPerProject: 0, maxInProgress: 0 });
+  const h = harness({ maxPerKey: 2, maxPerProject: 0, maxInProgress: 0, maxPerProjectShared: 0 });
   for (const name of ['a1', 'a2', 'a3', 'a4']) h.send(name, 'papi_a', 'proj_p');
   h.send('b1', 'papi_b', 'proj_p');
   assert.deepEqual(h.started, ['a1', 'a2', 'b1']);
@@ -61,7 +61,7 @@ test('a key has at most its bound in progress; the next starts once one is answe
 });
 
 test('a project has at most its bound over all its keys, its keys served in turn', async () => {
-  const h = harness({ maxPerKey: 0, maxPerProject: 2, maxInProgress: 0 });
+  const h = harness({ maxPerKey: 0, maxPerProject: 2, maxInProgress: 0, maxPerProjectShared: 0 });
   for (const name of ['a1', 'a2', 'a3', 'a4']) h.send(name, 'papi_a', 'proj_p');
   for (const name of ['b1', 'b2']) h.send(name, 'papi_b', 'proj_p');
   h.send('other', 'papi_c', 'proj_q');
@@ -76,7 +76,7 @@ test('a project has at most its bound over all its keys, its keys served in turn
 });
 
 test('past the process bound, the projects waiting are served in turn, whatever each has queued', async () => {
-  const h = harness({ maxPerKey: 0, maxPerProject: 0, maxInProgress: 2 });
+  const h = harness({ maxPerKey: 0, maxPerProject: 0, maxInProgress: 2, maxPerProjectShared: 0 });
   for (let i = 1; i <= 6; i++) h.send(`p${i}`, 'papi_p', 'proj_p');
   for (let i = 1; i <= 3; i++) h.send(`q${i}`, 'papi_q', 'proj_q');
   h.send('r1', 'papi_r', 'proj_r');
@@ -93,7 +93,7 @@ test('past the process bound, the projects waiting are served in turn, whatever 
 });
 
 test('a request whose client left while it waited never starts; a released place (a stream begun) is given back', async () => {
-  const h = harness({ maxPerKey: 1, maxPerProject: 0, maxInProgress: 0 });
+  const h = harness({ maxPerKey: 1, maxPerProject: 0, maxInProgress: 0, maxPerProjectShared: 0 });
   for (const name of ['a1', 'a2', 'a3']) h.send(name, 'papi_a', 'proj_p');
   h.close('a2');
   h.release('a1');
@@ -110,8 +110,37 @@ test('a request whose client left while it waited never starts; a released place
 });
 
 test('requests without a key (health, the document) pass untouched', () => {
-  const take = takeTurns({ maxPerKey: 1, maxPerProject: 1, maxInProgress: 1 });
+  const take = takeTurns({ maxPerKey: 1, maxPerProject: 1, maxInProgress: 1, maxPerProjectShared: 1 });
   let passed = 0;
   for (let i = 0; i < 5; i++) take({} as GatewayRequest, new EventEmitter() as never, () => { passed++; });
   assert.equal(passed, 5);
+});
+
+test('while another project is served, a project holds only its shared bound; alone again, its whole bound', async () => {
+  const h = harness({ maxPerKey: 0, maxPerProject: 8, maxInProgress: 0, maxPerProjectShared: 2 });
+  for (let i = 1; i <= 4; i++) h.send(`p${i}`, 'papi_p', 'proj_p');
+  assert.deepEqual(h.started, ['p1', 'p2', 'p3', 'p4'], 'alone: up to its bound');
+  h.send('q1', 'papi_q', 'proj_q');
+  for (let i = 5; i <= 8; i++) h.send(`p${i}`, 'papi_p', 'proj_p');
+  assert.deepEqual(h.started.slice(4), ['q1'], 'another project in progress: no more than the shared bound');
+  for (const name of ['p1', 'p2', 'p3']) h.finish(name);
+  await nextTurn();
+  assert.deepEqual(h.started.slice(5), ['p5'], 'back under the shared bound of 2');
+  h.finish('q1');
+  h.finish('p4');
+  await nextTurn();
+  assert.deepEqual(h.started.slice(6), ['p6'], 'the other asked lately: still shared, two in progress');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  h.finish('p5');
+  await nextTurn();
+  assert.deepEqual(h.started.slice(7), ['p7', 'p8'], 'alone again: its whole bound');
+});
+
+test('a project alone keeps its whole bound, though it falls idle between its requests', async () => {
+  const h = harness({ maxPerKey: 0, maxPerProject: 8, maxInProgress: 0, maxPerProjectShared: 2 });
+  h.send('p1', 'papi_p', 'proj_p');
+  h.finish('p1');
+  await nextTurn();
+  for (let i = 2; i <= 5; i++) h.send(`p${i}`, 'papi_p', 'proj_p');
+  assert.deepEqual(h.started, ['p1', 'p2', 'p3', 'p4', 'p5']);
 });
