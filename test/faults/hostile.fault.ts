@@ -10,7 +10,6 @@ import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
 import { after, afterEach, before, test, type TestContext } from 'node:test';
-import { Worker } from 'node:worker_threads';
 import { queryText } from '../../lib/sql-files.ts';
 import { envelope, MESSAGES } from '../support/assertions.ts';
 import { recordFigure } from '../support/figures.ts';
@@ -18,6 +17,7 @@ import { ProcessGroup, tail, type ServiceProcess } from '../support/processes.ts
 import { createTestDatabase, type TestProject } from '../support/service.ts';
 import { sleep, waitFor } from '../support/wait.ts';
 import { openDb } from './helpers.ts';
+import { connectTls as connectSharedTls, quantile, round1, startNormalClient, stopNormalClients, type NormalClient, type NormalStats } from './normal-client.ts';
 import type pg from 'pg';
 
 const SUITE = 'hostile';
@@ -103,7 +103,6 @@ let db: pg.Pool;
 let project: TestProject;
 /** Every socket a test opened, destroyed after it whatever happened. */
 const sockets = new Set<net.Socket>();
-const normalWorkers = new Set<Worker>();
 /** Every sampler and trickle timer, cleared after each test. */
 const timers = new Set<NodeJS.Timeout>();
 
@@ -120,8 +119,7 @@ async function cleanUp(): Promise<void> {
   for (const timer of timers) clearInterval(timer);
   timers.clear();
   for (const socket of sockets) socket.destroy();
-  for (const worker of normalWorkers) await worker.terminate();
-  normalWorkers.clear();
+  await stopNormalClients();
   for (const proc of group?.processes ?? []) await proc.kill9();
 }
 
@@ -217,95 +215,10 @@ async function fdsBack(pid: number, baseline: number, timeoutMs: number): Promis
 }
 
 // ---------------------------------------------------------------------------------------------
-// The normal client, in a worker thread (plain JavaScript, evaluated).
+// The normal client (normal-client.ts).
 
-const NORMAL_CLIENT = `
-const { parentPort, workerData } = require('node:worker_threads');
-const https = require('node:https');
-const { performance } = require('node:perf_hooks');
-const { port, ca, key, timeoutMs } = workerData;
-const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca });
-let running = true;
-parentPort.on('message', (message) => { if (message === 'stop') running = false; });
-function once() {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    const done = (status) => resolve({ ms: performance.now() - started, status });
-    const req = https.request({ host: '127.0.0.1', port, path: '/v1/key/current', method: 'GET', agent,
-      headers: { authorization: 'Bearer ' + key } }, (res) => {
-      res.on('data', () => {});
-      res.on('end', () => done(res.statusCode));
-      res.on('error', (err) => done(err.code || 'EBODY'));
-    });
-    req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error('no answer'), { code: 'ETESTTIMEOUT' })));
-    req.on('error', (err) => done(err.code || 'EUNKNOWN'));
-    req.end();
-  });
-}
-(async () => {
-  const ms = [];
-  const failures = [];
-  let first = true;
-  while (running) {
-    const answer = await once();
-    ms.push(answer.ms);
-    if (answer.status !== 200) failures.push(answer.status);
-    if (first) { first = false; parentPort.postMessage({ ready: answer.status }); }
-  }
-  agent.destroy();
-  parentPort.postMessage({ ms, failures });
-})();
-`;
-
-interface NormalStats {
-  requests: number;
-  ok: number;
-  /** The statuses or error codes of the requests not answered 200. */
-  failures: Array<number | string>;
-  p50: number;
-  p99: number;
-}
-
-interface NormalClient {
-  stop(): Promise<NormalStats>;
-}
-
-function quantile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-}
-
-const round1 = (n: number) => Math.round(n * 10) / 10;
-
-/** Starts the normal client; resolves once its first request is answered (its connection is open). */
-async function startNormal(web: ServiceProcess): Promise<NormalClient> {
-  const worker = new Worker(NORMAL_CLIENT, {
-    eval: true,
-    workerData: { port: web.port, ca: group.ca.toString(), key: project.key, timeoutMs: NORMAL_REQUEST_TIMEOUT_MS },
-  });
-  normalWorkers.add(worker);
-  const finished = new Promise<{ ms: number[]; failures: Array<number | string> }>((resolve, reject) => {
-    worker.on('message', (message) => { if (message.ms) resolve(message); });
-    worker.once('error', reject);
-    worker.once('exit', (code) => reject(new Error(`the normal client exited (${code}) before reporting`)));
-  });
-  // Awaited by stop(); a worker ended otherwise (by `after`) must not be an unhandled rejection.
-  finished.catch(() => {});
-  const ready = await new Promise<number | string>((resolve, reject) => {
-    worker.on('message', (message) => { if (message.ready !== undefined) resolve(message.ready); });
-    worker.once('error', reject);
-    worker.once('exit', (code) => reject(new Error(`the normal client exited (${code}) before its first answer`)));
-  });
-  assert.equal(ready, 200, `the normal client's first request on ${web.name}`);
-  return {
-    async stop() {
-      worker.postMessage('stop');
-      const { ms, failures } = await finished;
-      await worker.terminate();
-      normalWorkers.delete(worker);
-      return { requests: ms.length, ok: ms.length - failures.length, failures, p50: quantile(ms, 0.5), p99: quantile(ms, 0.99) };
-    },
-  };
+function startNormal(web: ServiceProcess): Promise<NormalClient> {
+  return startNormalClient({ port: web.port, ca: group.ca, key: project.key, timeoutMs: NORMAL_REQUEST_TIMEOUT_MS, name: web.name });
 }
 
 async function measureQuiet(web: ServiceProcess): Promise<NormalStats> {
@@ -410,17 +323,8 @@ async function partialClientHello(): Promise<Buffer> {
   return bytes.subarray(0, Math.floor(bytes.length / 2));
 }
 
-/** A TLS connection that does not check the certificate (an attacker has no reason to). */
 function connectTls(port: number, localAddress?: string): Promise<tls.TLSSocket> {
-  return new Promise((resolve, reject) => {
-    const tcp = localAddress ? tracked(net.connect({ port, host: '127.0.0.1', localAddress })) : undefined;
-    tcp?.on('error', () => {});
-    const socket = tracked(tls.connect({ port, host: '127.0.0.1', socket: tcp, servername: 'localhost', rejectUnauthorized: false }));
-    // A reset the server sends (a bound, a deadline) is what the test watches for, never an uncaught error.
-    socket.on('error', () => {});
-    socket.once('secureConnect', () => { socket.removeListener('error', reject); resolve(socket); });
-    socket.once('error', reject);
-  });
+  return connectSharedTls(port, localAddress, tracked);
 }
 
 interface RawResponse {
