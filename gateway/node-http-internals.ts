@@ -6,8 +6,19 @@ import type { Socket } from 'node:net';
 import type { Duplex, Writable } from 'node:stream';
 import tls from 'node:tls';
 
-/** Hands bytes to a connection's HTTP parser; a request it completes is emitted before it returns. */
-export type ParserFeed = (slice: Buffer) => void;
+/** A connection's HTTP parser as the pacer feeds it. */
+export interface ParserInput {
+  /** Hands bytes to the parser; a request it completes is emitted before it returns. */
+  parse(slice: Buffer): void;
+  /**
+   * Whether Node holds the parser paused: a request came while the connection's answers filled its
+   * outgoing buffer. Node asserts that nothing is parsed until it lets go (an uncaught
+   * ERR_INTERNAL_ASSERTION), and it lets go once that buffer has drained.
+   */
+  readonly held: boolean;
+}
+
+type PausedSocket = Socket & { _paused?: boolean };
 
 /**
  * Calls `listener` with each connection the server takes, once Node has given it its parser: Node
@@ -18,17 +29,27 @@ export function onParserReady(server: Server, listener: (socket: Socket) => void
 }
 
 /**
- * Takes a connection's bytes from its parser: they go to `onData`, and the feed returned gives the
+ * Takes a connection's bytes from its parser: they go to `onData`, and the input returned gives the
  * parser what it is to parse. Node parses all it reads at once (pausing the socket or a smaller
  * highWaterMark bounds only the next read), so only its own 'data' listener, fed slices, bounds
  * what is parsed. Another 'data' listener makes Node read the socket in JS, not inside C++.
+ * `onRelease` is called when Node lets go of a held parser: it resumes the socket then.
  */
-export function takeParserInput(socket: Socket, onData: (chunk: Buffer) => void): ParserFeed {
+export function takeParserInput(socket: Socket, onData: (chunk: Buffer) => void, onRelease: () => void): ParserInput {
   const parser = socket.listeners('data') as ((chunk: Buffer) => void)[];
   socket.removeAllListeners('data');
   socket.on('data', onData);
-  return (slice) => {
-    for (const listener of parser) listener.call(socket, slice);
+  const paused = socket as PausedSocket;
+  socket.on('resume', () => {
+    if (paused._paused !== true) onRelease();
+  });
+  return {
+    parse(slice) {
+      for (const listener of parser) listener.call(socket, slice);
+    },
+    get held() {
+      return paused._paused === true;
+    },
   };
 }
 

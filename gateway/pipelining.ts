@@ -5,7 +5,7 @@
 // in progress over all its connections; past it they wait, and its connections are woken in turn.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { onParserReady, takeParserInput, type ParserFeed } from './node-http-internals.ts';
+import { onParserReady, takeParserInput, type ParserInput } from './node-http-internals.ts';
 import { clientAddress } from './request-id.ts';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -45,7 +45,7 @@ interface Pace {
   waiting: Waiting[];
   /** Bytes read but not yet given to the parser. */
   unfed: Buffer[];
-  parse: ParserFeed;
+  input: ParserInput;
   /** The listener's own request handlers (restify's). */
   serve: Listener;
 }
@@ -87,9 +87,14 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
   };
   const hasRoom = (address: Address) => maxPerAddress === 0 || address.inProgress < maxPerAddress;
 
-  /** Starts the connection's waiting requests while it and their address have room. */
+  /**
+   * Starts the connection's waiting requests while it and their address have room, and while its
+   * answers so far have gone out (its outgoing buffer has room, and Node does not hold its parser):
+   * a client that reads none of them holds one large answer at most, and one place of its address.
+   */
   function startWaiting(pace: Pace): void {
-    while (pace.waiting.length > 0 && pace.unanswered < maxUnanswered && !pace.socket.destroyed) {
+    const { socket, input } = pace;
+    while (pace.waiting.length > 0 && pace.unanswered < maxUnanswered && !socket.destroyed && !input.held && !socket.writableNeedDrain) {
       const next = pace.waiting[0]!;
       if (!hasRoom(next.address)) {
         next.address.blocked.add(pace);
@@ -101,12 +106,13 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
   }
 
   /**
-   * Gives the parser slice after slice while nothing parsed waits and the connection has room;
-   * keeps the rest, and reads the socket only while all it read has been parsed.
+   * Gives the parser slice after slice while nothing parsed waits, the connection has room and Node
+   * does not hold the parser; keeps the rest, and reads the socket only while all it read has been
+   * parsed. Node lets go of its parser once the connection's answers have drained (advance).
    */
   function feed(pace: Pace): void {
-    const { socket } = pace;
-    while (pace.unfed.length > 0 && pace.waiting.length === 0 && pace.unanswered < maxUnanswered && !socket.destroyed) {
+    const { socket, input } = pace;
+    while (pace.unfed.length > 0 && pace.waiting.length === 0 && pace.unanswered < maxUnanswered && !socket.destroyed && !input.held) {
       const chunk = pace.unfed[0]!;
       let slice = chunk;
       if (chunk.length <= SLICE_BYTES) pace.unfed.shift();
@@ -114,9 +120,9 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
         slice = chunk.subarray(0, SLICE_BYTES);
         pace.unfed[0] = chunk.subarray(SLICE_BYTES);
       }
-      pace.parse(slice);
+      input.parse(slice);
     }
-    if (pace.unfed.length > 0 || pace.waiting.length > 0 || pace.unanswered >= maxUnanswered) socket.pause();
+    if (pace.unfed.length > 0 || pace.waiting.length > 0 || pace.unanswered >= maxUnanswered || input.held) socket.pause();
     else socket.resume();
   }
 
@@ -201,12 +207,13 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
     onParserReady(server, (socket) => {
       const pace: Pace = {
         socket, unanswered: 0, waiting: [], unfed: [], serve,
-        parse: takeParserInput(socket, (chunk) => {
+        input: takeParserInput(socket, (chunk) => {
           pace.unfed.push(chunk);
           feed(pace);
-        }),
+        }, () => advance(pace)),
       };
       paces.set(socket, pace);
+      socket.on('drain', () => advance(pace));
       socket.once('close', () => {
         for (const { address } of pace.waiting) {
           address.blocked.delete(pace);

@@ -8,7 +8,7 @@ import net from 'node:net';
 import { test } from 'node:test';
 import tls from 'node:tls';
 import {
-  onParserReady, responseStarted, setServerOptions, SharedBody, takeParserInput, writeSharedBody, type ParserFeed,
+  onParserReady, responseStarted, setServerOptions, SharedBody, takeParserInput, writeSharedBody, type ParserInput,
 } from '../../gateway/node-http-internals.ts';
 import { selfSigned } from '../../gateway/tls.ts';
 import { waitFor } from '../support/wait.ts';
@@ -61,12 +61,13 @@ for (const secure of [false, true]) {
       res.end();
     });
     let parserListeners = -1;
-    let parse: ParserFeed | undefined;
+    let input: ParserInput | undefined;
     const read: Buffer[] = [];
     onParserReady(server, (socket) => {
       parserListeners = socket.listenerCount('data');
-      parse = takeParserInput(socket, (chunk) => read.push(chunk));
+      input = takeParserInput(socket, (chunk) => read.push(chunk), () => {});
     });
+    const parse = (slice: Buffer) => input!.parse(slice);
     try {
       const port = await listening(server);
       const [a, b, c] = ['/a', '/b', '/c'].map((url) => `GET ${url} HTTP/1.1\r\nHost: x\r\n${url === '/c' ? 'Connection: close\r\n' : ''}\r\n`);
@@ -77,15 +78,58 @@ for (const secure of [false, true]) {
         async () => (Buffer.concat(read).length === bytes.length || undefined));
       assert.ok(parserListeners > 0, moved(`a socket had no 'data' listener of its parser's when '${event}' came (onParserReady, takeParserInput)`));
       assert.deepEqual(urls, [], moved('the parser read a socket\'s bytes that were not fed to it (takeParserInput)'));
-      parse!(Buffer.from(a!));
+      parse(Buffer.from(a!));
       assert.deepEqual(urls, ['/a'], moved('the parser\'s \'data\' listener no longer emits the request a feed completes before it returns (takeParserInput)'));
-      parse!(Buffer.from(b!.slice(0, 10)));
+      parse(Buffer.from(b!.slice(0, 10)));
       assert.deepEqual(urls, ['/a'], 'half a request is no request');
-      parse!(Buffer.from(b!.slice(10) + c!));
+      parse(Buffer.from(b!.slice(10) + c!));
       assert.deepEqual(urls, ['/a', '/b', '/c'], moved('the parser\'s \'data\' listener no longer parses a slice after an earlier one (takeParserInput)'));
       const { text } = await answered;
       assert.equal(text.match(/^HTTP\/1\.1 200 /gm)?.length, 3, text);
     } finally {
+      await closed(server);
+    }
+  });
+}
+
+for (const secure of [false, true]) {
+  test(`${secure ? 'https' : 'http'}: Node holds the parser while a connection's answers fill its buffer, and lets go (resuming the socket) once they drain`, async () => {
+    const body = Buffer.alloc(200_000, 'x');
+    const server = secure ? https.createServer(await selfSigned()) : http.createServer();
+    server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+      res.writeHead(200, { 'Content-Length': body.length });
+      res.end(body);
+    });
+    let input: ParserInput | undefined;
+    let released = 0;
+    const read: Buffer[] = [];
+    onParserReady(server, (socket) => {
+      input = takeParserInput(socket, (chunk) => read.push(chunk), () => released++);
+    });
+    const client: net.Socket[] = [];
+    try {
+      const port = await listening(server);
+      // /b's answer queues behind /a's, which fills the socket's buffer: /c is parsed with both waiting.
+      const requests = ['/a', '/b', '/c'].map((url) => `GET ${url} HTTP/1.1\r\nHost: x\r\n\r\n`).join('');
+      const socket: net.Socket = secure
+        ? tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => socket.write(requests))
+        : net.connect(port, '127.0.0.1', () => socket.write(requests));
+      client.push(socket);
+      socket.on('error', () => {});
+      socket.pause();
+      await waitFor(() => 'the requests read', async () => (Buffer.concat(read).length === requests.length || undefined));
+      assert.equal(input!.held, false, 'a parser nothing has been fed is not held');
+      released = 0;
+      input!.parse(Buffer.concat(read));
+      assert.equal(input!.held, true,
+        moved('socket._paused is not set by a request parsed while the answer before it fills the outgoing buffer (takeParserInput: held)'));
+      let received = 0;
+      socket.on('data', (chunk: Buffer) => { received += chunk.length; });
+      socket.resume();
+      await waitFor(() => moved(`Node did not let go of the held parser with a 'resume' of the socket once the answers drained (takeParserInput: onRelease); read ${received} bytes`),
+        async () => (released > 0 && !input!.held) || undefined);
+    } finally {
+      for (const socket of client) socket.destroy();
       await closed(server);
     }
   });
