@@ -16,9 +16,11 @@ export const TITLES: Readonly<Record<number, string>> = {
   413: 'Payload Too Large',
   422: 'Unprocessable entity',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   501: 'Not Implemented',
   503: 'Service Unavailable',
+  505: 'HTTP Version Not Supported',
 };
 
 /** A failure the contract names: its status and its exact message. */
@@ -47,6 +49,8 @@ export const errors = {
   movedPermanently: fail(301, 'Use HTTPS: repeat the request at the Location given.'),
   invalidJson: fail(400, 'Invalid JSON.'),
   malformedHttp: fail(400, 'Malformed HTTP request.'),
+  headersTooLarge: fail(431, 'Request headers too large.'),
+  versionNotSupported: fail(505, 'HTTP version not supported.'),
   requestTimeout: fail(408, 'The request took too long to arrive.'),
   tooDeep: fail(422, 'The JSON body is nested too deeply.'),
   unstorableText: fail(422, 'Text must be valid Unicode without NUL characters.'),

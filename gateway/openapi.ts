@@ -163,6 +163,8 @@ function gatewayOnlyResponses(): Record<number, object> {
     405: failureResponse(405, one(errors.methodNotAllowed)),
     408: failureResponse(408, one(errors.requestTimeout)),
     422: failureResponse(422, one(errors.unprocessable)),
+    431: failureResponse(431, one(errors.headersTooLarge)),
+    505: failureResponse(505, one(errors.versionNotSupported)),
   };
 }
 

@@ -11,7 +11,7 @@ import { openLanedDatabase } from '../lib/lanes.ts';
 import type { Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
 import { bodyLimit, continueAtBodyLimit } from './body-limit.ts';
-import { answerClientErrors, refuseUnusableHosts } from './client-errors.ts';
+import { answerClientErrors, refuseUnusableRequests } from './client-errors.ts';
 import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, serveEndpoint } from './dispatch.ts';
 import { EventStreams } from './event-streams.ts';
@@ -62,7 +62,7 @@ function prepareListener(server: restify.Server, config: Config, https: boolean,
   setServerOptions(http, { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.headersTimeoutMs) });
   answerClientErrors(http, hardenedHeaders(https));
   continueAtBodyLimit(http);
-  refuseUnusableHosts(http, hardenedHeaders(https));
+  refuseUnusableRequests(http, hardenedHeaders(https));
   paceRequests(http);
 }
 

@@ -146,7 +146,7 @@ describe('hardening headers', () => {
   });
 });
 
-describe('a Host header that names no host: 400, the connection closed, and the process serves on', () => {
+describe('requests the gateway cannot take: a Host that is none or twice (400), an HTTP version other than 1.0 and 1.1 (505), a head over the limit (431); the connection closed, the process serves on', () => {
   // restify builds a request's URL from its Host header and its target, and `new URL` throws on a
   // Host that is not a host; that throw, on a tick of restify's own, used to end the process with
   // every request and stream it held, for one anonymous request. A Host holding a path, a query or
@@ -161,6 +161,18 @@ describe('a Host header that names no host: 400, the connection closed, and the 
     project = await service.createProject();
   });
   after(() => service.stop());
+
+  /** One answer in the envelope, its status line naming the title, and the connection closed after it. */
+  async function refused(request: string, status: number, message: string, plain = false): Promise<void> {
+    const text = plain ? await plainExchange(service, request) : (await converse(service, [request])).text;
+    assert.ok(text.startsWith(`HTTP/1.1 ${status} ${TITLES[status]}\r\n`), `${JSON.stringify(request.slice(0, 40))}: ${text.slice(0, 200)}`);
+    const [answer, ...more] = parseRaw(text);
+    assert.deepEqual(answer!.body, { code: status, title: TITLES[status], response: message });
+    assert.equal(answer!.headers.connection, 'close');
+    assert.match(String(answer!.headers['x-request-id']), /./);
+    assertHardened(answer!, !plain, `the ${status}`);
+    assert.deepEqual(more, []);
+  }
 
   for (const host of INVALID_HOSTS) {
     test(`Host: ${host}, on a public path and with a key`, async () => {
@@ -224,6 +236,14 @@ describe('a Host header that names no host: 400, the connection closed, and the 
     assert.deepEqual(answers[1]!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
   });
 
+  test('two Host headers, the same or not: 400, the connection closed, on both listeners', async () => {
+    for (const hosts of [['a', 'b'], ['localhost', 'localhost'], ['localhost', '']]) {
+      const request = `GET /v1/key/current HTTP/1.1\r\n${hosts.map((h) => `Host: ${h}\r\n`).join('')}Authorization: Bearer ${project.key}\r\n\r\n`;
+      await refused(request, 400, MESSAGES.malformedHttp);
+      await refused(request, 400, MESSAGES.malformedHttp, true);
+    }
+  });
+
   test('the plain listener answers it the same way', async () => {
     const text = await plainExchange(service, 'GET /v1/key HTTP/1.1\r\nHost: a b\r\n\r\n');
     const [answer] = parseRaw(text);
@@ -231,7 +251,38 @@ describe('a Host header that names no host: 400, the connection closed, and the 
     assert.deepEqual(answer!.body, { code: 400, title: TITLES[400], response: MESSAGES.malformedHttp });
     assertHardened(answer!, false, 'the plain 400');
     assert.equal((await service.plainRequest('GET', '/v1/key')).status, 301);
+  
+  for (const [what, request] of [
+    ['HTTP/2.0 (which the parser takes)', 'GET /healthz HTTP/2.0\r\nHost: localhost\r\n\r\n'],
+    ['HTTP/1.2 (which the parser refuses)', 'GET /healthz HTTP/1.2\r\nHost: localhost\r\n\r\n'],
+    ['HTTP/3.0', 'GET /healthz HTTP/3.0\r\nHost: localhost\r\n\r\n'],
+    ['HTTP/0.9 (a request line without a version)', 'GET /healthz\r\n\r\n'],
+    ["HTTP/2's connection preface", 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'],
+  ] as const) {
+    test(`${what}: 505 HTTP version not supported, on both listeners`, async () => {
+      await refused(request, 505, MESSAGES.versionNotSupported);
+      await refused(request, 505, MESSAGES.versionNotSupported, true);
+    });
+  }
+
+  test('HTTP/1.0 and HTTP/1.1 are served', async () => {
+    const { text } = await converse(service, [`GET /v1/key/current HTTP/1.0\r\nAuthorization: Bearer ${project.key}\r\n\r\n`]);
+    assert.equal(parseRaw(text)[0]?.status, 200, text);
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200, 'HTTP/1.1');
   });
+
+  test('a header section over 16 KiB, in one header or many, or a request line as long: 431 Request headers too large', async () => {
+    for (const request of [
+      `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'y'.repeat(17_000)}\r\n\r\n`,
+      `GET /healthz HTTP/1.1\r\nHost: localhost\r\n${Array.from({ length: 400 }, (_, i) => `X-Many-${i}: ${'z'.repeat(40)}\r\n`).join('')}\r\n`,
+      `GET /healthz?${'q'.repeat(17_000)} HTTP/1.1\r\nHost: localhost\r\n\r\n`,
+    ]) {
+      await refused(request, 431, MESSAGES.headersTooLarge);
+      await refused(request, 431, MESSAGES.headersTooLarge, true);
+    }
+    assertSuccess(await service.request('GET', '/v1/key/current', { key: project.key }), 200, 'the next request');
+  });
+});
 });
 
 describe('requests that do not arrive in time: 408, then the connection is closed', () => {

@@ -19,9 +19,11 @@ export const TITLES: Readonly<Record<number, string>> = {
   413: 'Payload Too Large',
   422: 'Unprocessable entity',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   501: 'Not Implemented',
   503: 'Service Unavailable',
+  505: 'HTTP Version Not Supported',
 };
 
 /** Failure messages more than one test file answers to. */
@@ -47,6 +49,8 @@ export const MESSAGES = {
   requestTimeout: 'The request took too long to arrive.',
   tooManyRefusals: 'Too many requests with an invalid API key. Retry later.',
   malformedHttp: 'Malformed HTTP request.',
+  headersTooLarge: 'Request headers too large.',
+  versionNotSupported: 'HTTP version not supported.',
 } as const;
 
 /** The whole envelope for `status` around `response`: {code, title, response}. */
