@@ -12,6 +12,7 @@ import { queryFile, type Queryable } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { SharedBody, sharedBodyWriter, writeSharedBody } from './node-http-internals.ts';
 import type { GatewayRequest } from './types.ts';
+import { keepsOwnStallRule } from './unread-output.ts';
 
 /** Events read per round trip, by a feed or a catching-up stream. */
 const PAGE = 500;
@@ -118,6 +119,7 @@ export class EventStreams {
       'X-Accel-Buffering': 'no',
     });
     res.write(': following the audit trail\n\n');
+    keepsOwnStallRule(res);
     const stream: Stream = {
       res, projectId: caller.project_id, keyId: caller.id, position: query.after ?? projectHead, live: false, closed: false,
       types: query.types && new Set(query.types), actors: query.actors && new Set(query.actors),

@@ -53,6 +53,39 @@ export function takeParserInput(socket: Socket, onData: (chunk: Buffer) => void,
   };
 }
 
+type StreamHandle = { bytesWritten?: unknown; writeQueueSize?: unknown };
+
+/**
+ * Bytes of a connection's output the kernel has taken: what its TCP handle was given, less what
+ * libuv still queues (for TLS, the handle beneath the TLS socket). The public counters move only
+ * when a whole write completes, and TLS hands a large answer to libuv in one write, so a client
+ * taking it slowly would look as if it took nothing. The public count when no handle tells.
+ */
+export function outputTaken(socket: Socket): number {
+  const tcp = ((socket as Socket & { _parent?: Socket })._parent ?? socket) as Socket & { _handle?: StreamHandle | null };
+  const handle = tcp._handle;
+  if (typeof handle?.bytesWritten === 'number' && typeof handle.writeQueueSize === 'number') {
+    return handle.bytesWritten - handle.writeQueueSize;
+  }
+  return socket.bytesWritten - socket.writableLength;
+}
+
+/**
+ * Closes a connection with a reset, dropping what the kernel still holds for it: a plain close
+ * leaves its unsent output queued there (FIN-WAIT-1) while the peer's window stays shut. A TLS
+ * socket is reset through the TCP socket beneath it (resetAndDestroy takes only a TCP handle).
+ */
+export function resetConnection(socket: Socket): void {
+  const tcp = (socket as Socket & { _parent?: Socket })._parent ?? socket;
+  socket.on('error', () => {});
+  try {
+    tcp.resetAndDestroy();
+  } catch {
+    // Not over TCP: a plain close is all there is.
+  }
+  socket.destroy();
+}
+
 /**
  * Whether the response that has the socket has sent its head, so no other answer fits there.
  * 'clientError' gives only the socket, and following every response to know it would cost each

@@ -3,10 +3,11 @@ import { openApiText } from './openapi.ts';
 import type { Handler } from './types.ts';
 
 export function serveOpenApi(): Handler {
-  const text = openApiText();
-  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)) };
+  // Bytes encoded once: a string would be encoded, and copied in the heap, for every answer.
+  const bytes = Buffer.from(openApiText(), 'utf8');
+  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(bytes.length) };
   return function openApi(_req, res, next) {
-    res.sendRaw(200, text, headers);
+    res.sendRaw(200, bytes, headers);
     next(false);
   };
 }

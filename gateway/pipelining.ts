@@ -41,7 +41,8 @@ interface Waiting {
 
 interface Pace {
   socket: Socket;
-  unanswered: number;
+  /** Its responses started and not yet handed to the kernel, oldest first. */
+  unanswered: Set<ServerResponse>;
   waiting: Waiting[];
   /** Bytes read but not yet given to the parser. */
   unfed: Buffer[];
@@ -69,6 +70,15 @@ export function releaseAddress(res: ServerResponse): void {
   (res as Releasable)[RELEASE]?.();
 }
 
+const UNANSWERED = Symbol('unanswered');
+type Paced = Socket & { [UNANSWERED]?: ReadonlySet<ServerResponse> };
+const NONE: ReadonlySet<ServerResponse> = new Set();
+
+/** A connection's responses started and not yet handed to the kernel, oldest first. */
+export function unansweredResponses(socket: Socket): ReadonlySet<ServerResponse> {
+  return (socket as Paced)[UNANSWERED] ?? NONE;
+}
+
 /** One pacer serves every listener of a process, so an address's bound counts them all. */
 export function requestPacer(options: PaceOptions): (server: Server) => void {
   const { maxUnanswered, maxPerAddress, trustProxy } = options;
@@ -94,7 +104,7 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
    */
   function startWaiting(pace: Pace): void {
     const { socket, input } = pace;
-    while (pace.waiting.length > 0 && pace.unanswered < maxUnanswered && !socket.destroyed && !input.held && !socket.writableNeedDrain) {
+    while (pace.waiting.length > 0 && pace.unanswered.size < maxUnanswered && !socket.destroyed && !input.held && !socket.writableNeedDrain) {
       const next = pace.waiting[0]!;
       if (!hasRoom(next.address)) {
         next.address.blocked.add(pace);
@@ -112,7 +122,7 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
    */
   function feed(pace: Pace): void {
     const { socket, input } = pace;
-    while (pace.unfed.length > 0 && pace.waiting.length === 0 && pace.unanswered < maxUnanswered && !socket.destroyed && !input.held) {
+    while (pace.unfed.length > 0 && pace.waiting.length === 0 && pace.unanswered.size < maxUnanswered && !socket.destroyed && !input.held) {
       const chunk = pace.unfed[0]!;
       let slice = chunk;
       if (chunk.length <= SLICE_BYTES) pace.unfed.shift();
@@ -122,7 +132,7 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
       }
       input.parse(slice);
     }
-    if (pace.unfed.length > 0 || pace.waiting.length > 0 || pace.unanswered >= maxUnanswered || input.held) socket.pause();
+    if (pace.unfed.length > 0 || pace.waiting.length > 0 || pace.unanswered.size >= maxUnanswered || input.held) socket.pause();
     else socket.resume();
   }
 
@@ -175,11 +185,11 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
     const onAnswered = () => {
       if (answered) return;
       answered = true;
-      pace.unanswered--;
+      pace.unanswered.delete(res);
       giveBackAddress();
       advance(pace);
     };
-    pace.unanswered++;
+    pace.unanswered.add(res);
     address.inProgress++;
     (res as Releasable)[RELEASE] = giveBackAddress;
     res.once('finish', onAnswered);
@@ -206,13 +216,14 @@ export function requestPacer(options: PaceOptions): (server: Server) => void {
 
     onParserReady(server, (socket) => {
       const pace: Pace = {
-        socket, unanswered: 0, waiting: [], unfed: [], serve,
+        socket, unanswered: new Set(), waiting: [], unfed: [], serve,
         input: takeParserInput(socket, (chunk) => {
           pace.unfed.push(chunk);
           feed(pace);
         }, () => advance(pace)),
       };
       paces.set(socket, pace);
+      (socket as Paced)[UNANSWERED] = pace.unanswered;
       socket.on('drain', () => advance(pace));
       socket.once('close', () => {
         for (const { address } of pace.waiting) {

@@ -36,6 +36,7 @@ import { requireScope } from './scope.ts';
 import { loadCertificate, TLS_CIPHERS } from './tls.ts';
 import { createRefusals } from './refusals.ts';
 import { inSequence } from './steps.ts';
+import { boundUnreadOutput } from './unread-output.ts';
 import type { GatewayRequest, Handler } from './types.ts';
 
 export interface Gateway {
@@ -191,6 +192,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     maxConnections: config.maxConnections,
     maxConnectionsPerAddress: config.trustProxy ? 0 : config.maxConnectionsPerAddress,
   }, log);
+  boundUnreadOutput([server.server, redirect.server], { timeoutMs: config.unreadOutputTimeoutMs, maxBytes: config.unreadOutputMaxBytes }, log);
 
   const metricsListener = await metrics?.serve(config, log, { server, listeners: [server.server, redirect.server], pool: workers, db, streams });
   httpsPort = await listen(server, config.httpsPort, config.host, 'PORT');

@@ -39,6 +39,10 @@ export interface Config {
   maxRequestsInProgress: number;
   /** Requests one project may have in progress while another project is served too (0: no such bound). */
   maxRequestsPerProjectShared: number;
+  /** How long a connection's answer may go untaken by its client before the connection is closed. */
+  unreadOutputTimeoutMs: number;
+  /** Answers waiting for their clients, over the process, past which the stalled ones are cut. */
+  unreadOutputMaxBytes: number;
   /** Refused authentications one client address may cause per minute before 429 (0: no bound). */
   authRefusalsPerMinute: number;
   /** How long a 429 for too many refusals is held before it is answered. */
@@ -187,6 +191,10 @@ export function readConfig(env = process.env): Config {
     maxRequestsInProgress: int(env, 'MAX_REQUESTS_IN_PROGRESS', 256),
     // Served in turn with another: a request of the other waits behind this few of its own.
     maxRequestsPerProjectShared: int(env, 'MAX_REQUESTS_PER_PROJECT_SHARED', 4),
+    // As long as a head may take to arrive: a client that has taken nothing for that long is gone.
+    unreadOutputTimeoutMs: int(env, 'UNREAD_OUTPUT_TIMEOUT_MS', 10_000, 1),
+    // Small beside what a web process holds idle; a client that reads is never cut for it.
+    unreadOutputMaxBytes: int(env, 'UNREAD_OUTPUT_MAX_BYTES', 64 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     // An honest client with a bad key stops after a few; a guesser is then held to about one a second.
     authRefusalsPerMinute: int(env, 'AUTH_REFUSALS_PER_MINUTE', 60),
     // A guesser waiting for each answer then guesses once a second per connection.

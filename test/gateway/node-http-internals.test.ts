@@ -7,11 +7,13 @@ import https from 'node:https';
 import net from 'node:net';
 import { test } from 'node:test';
 import tls from 'node:tls';
+import { readFileSync } from 'node:fs';
 import {
-  onParserReady, responseStarted, setServerOptions, SharedBody, takeParserInput, writeSharedBody, type ParserInput,
+  onParserReady, outputTaken, resetConnection, responseStarted, setServerOptions, SharedBody, takeParserInput, writeSharedBody,
+  type ParserInput,
 } from '../../gateway/node-http-internals.ts';
 import { selfSigned } from '../../gateway/tls.ts';
-import { waitFor } from '../support/wait.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 const moved = (what: string) => `node:http internals moved: ${what}; see gateway/node-http-internals.ts`;
 
@@ -130,6 +132,83 @@ for (const secure of [false, true]) {
         async () => (released > 0 && !input!.held) || undefined);
     } finally {
       for (const socket of client) socket.destroy();
+      await closed(server);
+    }
+  });
+}
+
+/** An answer larger than loopback's kernel buffers take, to a client that has paused: most of it stays in the process. */
+const LARGE = Buffer.alloc(24 * 1024 * 1024, 'x');
+
+/** A server that answers LARGE in one write, the server side of its one connection, and that client, paused. */
+async function largeAnswer(secure: boolean): Promise<{ server: http.Server; socket: net.Socket; client: net.Socket }> {
+  const server = secure ? https.createServer(await selfSigned()) : http.createServer();
+  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.writeHead(200, { 'Content-Length': LARGE.length });
+    res.end(LARGE);
+  });
+  const accepted = new Promise<net.Socket>((resolve) => onParserReady(server, resolve));
+  const port = await listening(server);
+  const request = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+  const client: net.Socket = secure
+    ? tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => client.write(request))
+    : net.connect(port, '127.0.0.1', () => client.write(request));
+  client.on('error', () => {});
+  client.pause();
+  const socket = await accepted;
+  await waitFor(() => 'the answer written', async () => (socket.writableLength > 0 || undefined));
+  await sleep(100);
+  return { server, socket, client };
+}
+
+/** Server-side sockets of a port by TCP state (/proc/net/tcp: 01 ESTABLISHED, 04 FIN-WAIT-1). */
+function serverStates(port: number): string[] {
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1).map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields.length > 3 && fields[1]!.endsWith(hexPort) && fields[3] !== '0A').map((fields) => fields[3]!);
+}
+
+for (const secure of [false, true]) {
+  test(`${secure ? 'https' : 'http'}: outputTaken moves as the kernel takes a large write bit by bit, before the write completes`, async () => {
+    const { server, socket, client } = await largeAnswer(secure);
+    try {
+      const pending = socket.writableLength;
+      const before = outputTaken(socket);
+      const publicCount = socket.bytesWritten - socket.writableLength;
+      // A slow reader: the write stays pending for seconds while the kernel takes it bit by bit.
+      let read = 0;
+      client.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        client.pause();
+        setTimeout(() => client.resume(), 10);
+      });
+      client.resume();
+      await waitFor(() => moved(`outputTaken did not move while the client read ${read} bytes of a write still pending (outputTaken: _parent, _handle.bytesWritten, _handle.writeQueueSize)`),
+        async () => (outputTaken(socket) > before && socket.writableLength === pending) || undefined, 5000, 5);
+      assert.equal(socket.bytesWritten - socket.writableLength, publicCount, 'the public counters move only when the write completes');
+    } finally {
+      client.destroy();
+      await closed(server);
+    }
+  });
+
+  test(`${secure ? 'https' : 'http'}: resetConnection drops what the kernel holds for the connection, and its client sees a reset`, async () => {
+    const { server, socket, client } = await largeAnswer(secure);
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const error = new Promise<string | undefined>((resolve) => {
+        client.once('error', (err: Error & { code?: string }) => resolve(err.code));
+        client.once('close', () => resolve(undefined));
+      });
+      resetConnection(socket);
+      await waitFor(() => 'the server socket closed', async () => (socket.destroyed || undefined));
+      await sleep(50);
+      assert.deepEqual(serverStates(port), [],
+        moved('a reset connection left a server-side socket behind, its output queued in the kernel (resetConnection: _parent, resetAndDestroy)'));
+      client.resume();
+      assert.equal(await error, 'ECONNRESET', moved('the client of a reset connection saw no reset (resetConnection)'));
+    } finally {
+      client.destroy();
       await closed(server);
     }
   });

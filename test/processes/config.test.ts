@@ -23,6 +23,8 @@ const REFUSED: Array<[Record<string, string>, string]> = [
   [{ EVENT_STREAM_HEARTBEAT_MS: '3000000000' }, 'EVENT_STREAM_HEARTBEAT_MS must be a whole number from 1 to 1073741823, got "3000000000".'],
   [{ DB_POOL_SIZE: 'x' }, 'DB_POOL_SIZE must be a whole number from 1 to 1000, got "x".'],
   [{ MAX_EVENT_STREAMS_PER_PROJECT: '0' }, 'MAX_EVENT_STREAMS_PER_PROJECT must be a whole number from 1 to 2147483647, got "0".'],
+  [{ UNREAD_OUTPUT_TIMEOUT_MS: '0' }, 'UNREAD_OUTPUT_TIMEOUT_MS must be a whole number from 1 to 2147483647, got "0".'],
+  [{ UNREAD_OUTPUT_MAX_BYTES: '64MB' }, 'UNREAD_OUTPUT_MAX_BYTES must be a whole number from 1 to 9007199254740991, got "64MB".'],
   [{ TRUST_PROXY: 'TRUE' }, 'TRUST_PROXY must be true or false, got "TRUE".'],
   [{ TRUST_PROXY: '1' }, 'TRUST_PROXY must be true or false, got "1".'],
   [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose".'],
