@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { procfileArgs } from '../lib/procfile.ts';
+import { procfileArgs, procfileEnv } from '../lib/procfile.ts';
 import { Children, finished } from './children.ts';
 import { agent, call } from './http.ts';
 import { APP_BODY, certificateFiles, createReferenceTable } from './setup.ts';
@@ -206,7 +206,7 @@ async function streamsPart(env: Record<string, string>, db: pg.Pool, projectId: 
   // BENCH_STREAMS_NODE_FLAGS: extra node flags for this web process (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
   const flags = (process.env.BENCH_STREAMS_NODE_FLAGS ?? '').split(' ').filter(Boolean);
   const web = children.start([...flags, ...procfileArgs('web')], {
-    ...env, PORT: String(port), HTTP_PORT: String(httpPort),
+    ...env, ...procfileEnv('web'), PORT: String(port), HTTP_PORT: String(httpPort),
     MAX_CONNECTIONS_PER_ADDRESS: String(STREAMS + 100), MAX_EVENT_STREAMS: String(STREAMS + 100), MAX_EVENT_STREAMS_PER_PROJECT: String(STREAMS + 100),
   });
   const base = `https://127.0.0.1:${port}`;
@@ -269,7 +269,7 @@ async function main(): Promise<number> {
     console.log('# release, web, worker (as the Procfile runs them), R1, R2');
     if ((await finished(children.start(procfileArgs('release'), env))) !== 0) throw new Error('release failed');
     await createReferenceTable(db);
-    const web = children.start(procfileArgs('web'), env);
+    const web = children.start(procfileArgs('web'), { ...env, ...procfileEnv('web') });
     children.start(procfileArgs('worker'), env);
     children.start(['bench/reference.ts', 'r1', String(r1Port)], env);
     children.start(['bench/reference.ts', 'r2', String(r2Port), databaseUrl], env);

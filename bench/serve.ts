@@ -13,7 +13,7 @@ import pg from 'pg';
 import { startEmbedded } from '../lib/embedded-server.ts';
 import { createLogger } from '../lib/log.ts';
 import { StartupError } from '../lib/startup-error.ts';
-import { procfileArgs } from '../lib/procfile.ts';
+import { procfileArgs, procfileEnv } from '../lib/procfile.ts';
 import { Children } from './children.ts';
 import { certificateFiles } from './setup.ts';
 import { freePort } from '../test/support/ports.ts';
@@ -45,7 +45,7 @@ const extraFlags = (process.env.SERVE_NODE_FLAGS ?? '').split(' ').filter(Boolea
 const children = new Children();
 
 await children.output(procfileArgs('release'), env);
-const web = children.start([...extraFlags, ...procfileArgs('web')], env);
+const web = children.start([...extraFlags, ...procfileArgs('web')], { ...env, ...procfileEnv('web') });
 const worker = children.start([...extraFlags, ...procfileArgs('worker')], env);
 const made = JSON.parse(await children.output(['bin/workspace.ts', 'project', 'create', '--name', 'bench-serve'], env));
 console.log(`BASE=https://127.0.0.1:${port}\nKEY=${made.key.key}\nDATABASE=${databaseUrl}\nWEB_PID=${web.pid}\nWORKER_PID=${worker.pid}`);

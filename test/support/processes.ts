@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import { procfileArgs } from '../../lib/procfile.ts';
+import { procfileArgs, procfileEnv } from '../../lib/procfile.ts';
 import { ROOT } from './cli.ts';
 import { freePort } from './ports.ts';
 import { readReply, requestParts, type Reply, type RequestOptions, type TestProject } from './service.ts';
@@ -131,7 +131,7 @@ export class ServiceProcess {
     try {
       this.child = spawn(process.execPath, procfileArgs(this.kind), {
         cwd: ROOT,
-        env: this.group.envFor(this, this.extraEnv),
+        env: { ...this.group.envFor(this, this.extraEnv), ...procfileEnv(this.kind) },
         stdio: ['ignore', out, out],
       });
     } finally {
