@@ -98,6 +98,21 @@ const SLOW_REQUEST_TIMEOUT_MS = 4000;
 const SLOW_BODY_BYTES = 1000;
 const TRICKLE_INTERVAL_MS = 1000;
 
+// Unread answers.
+const UNREAD_ADDRESSES = 128;
+const UNREAD_PER_ADDRESS = 16;
+const UNREAD_PIPELINED = 8;
+/** 127.0.0.10 and on: the unread attackers' own addresses, none of them another test's. */
+const FIRST_UNREAD_HOST = 10;
+/** The production defaults of UNREAD_OUTPUT_TIMEOUT_MS and UNREAD_OUTPUT_MAX_BYTES, which this file does not change. */
+const UNREAD_TIMEOUT_MS = 10_000;
+const UNREAD_MAX_MB = 64;
+/** After the attack, the RSS must be back within this much of its start after UNREAD_SETTLE_MS. */
+const UNREAD_RSS_BACK_MB = 100;
+const UNREAD_SETTLE_MS = 30_000;
+/** The honest reader of the 217 kB document asks again after this pause. */
+const READER_PAUSE_MS = 200;
+
 let group: ProcessGroup;
 let db: pg.Pool;
 let project: TestProject;
@@ -217,8 +232,8 @@ async function fdsBack(pid: number, baseline: number, timeoutMs: number): Promis
 // ---------------------------------------------------------------------------------------------
 // The normal client (normal-client.ts).
 
-function startNormal(web: ServiceProcess): Promise<NormalClient> {
-  return startNormalClient({ port: web.port, ca: group.ca, key: project.key, timeoutMs: NORMAL_REQUEST_TIMEOUT_MS, name: web.name });
+function startNormal(web: ServiceProcess, options: { path?: string; pauseMs?: number } = {}): Promise<NormalClient> {
+  return startNormalClient({ port: web.port, ca: group.ca, key: project.key, timeoutMs: NORMAL_REQUEST_TIMEOUT_MS, name: web.name, ...options });
 }
 
 async function measureQuiet(web: ServiceProcess): Promise<NormalStats> {
@@ -802,6 +817,140 @@ test(`slow clients: ${SLOW_HEADS} heads and ${SLOW_BODIES} bodies sent a byte a 
   });
   await t.test('descriptors back to their count', () => {
     assert.ok(back.back, `fds ${back.fds} not back to ${baseline} + ${FD_TOLERANCE} (peak ${peak})`);
+  });
+  await checkNormal(t, label, quiet, normalStats);
+});
+
+/** Server-side connections of a listening port still ESTABLISHED, by the peer's `address:port` as /proc/net/tcp writes it. */
+function establishedPeers(port: number): Set<string> {
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const peers = new Set<string>();
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    if (fields.length > 3 && fields[1]!.endsWith(hexPort) && fields[3] === '01') peers.add(fields[2]!);
+  }
+  return peers;
+}
+
+/** An IPv4 loopback address and port as /proc/net/tcp writes them (the address's bytes reversed). */
+function procTcpPeer(address: string, port: number): string {
+  const hex = address.split('.').reverse().map((byte) => Number(byte).toString(16).toUpperCase().padStart(2, '0')).join('');
+  return `${hex}:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/** What the kernel's TCP sockets hold, machine-wide (/proc/net/sockstat): MB, and sockets closed but not yet let go (orphans). */
+function tcpKernel(): { mb: number; orphans: number } {
+  const match = /^TCP:.* orphan (\d+) .* mem (\d+)/m.exec(readFileSync('/proc/net/sockstat', 'utf8'));
+  return { mb: match ? Math.round(Number(match[2]) * 4096 / 1024 / 1024) : 0, orphans: match ? Number(match[1]) : 0 };
+}
+
+test(`unread answers: ${UNREAD_ADDRESSES * UNREAD_PER_ADDRESS} connections from ${UNREAD_ADDRESSES} addresses, each pipelining ${UNREAD_PIPELINED} ` +
+  `GET /openapi.json and reading nothing, are cut within UNREAD_OUTPUT_TIMEOUT_MS; memory stays bounded and comes back ` +
+  `(defaults: UNREAD_OUTPUT_TIMEOUT_MS=${UNREAD_TIMEOUT_MS}, UNREAD_OUTPUT_MAX_BYTES=${UNREAD_MAX_MB} MiB)`, async (t) => {
+  const label = '6 unread answers';
+  const web = await group.startWeb('web-unread');
+  const pid = web.pid!;
+  const quiet = await measureQuiet(web);
+  const rssBefore = sampler(() => rssMb(pid), RSS_SAMPLE_MS);
+  await sleep(RSS_BEFORE_MS);
+  const before = rssBefore.stop();
+  const startRss = before.samples[before.samples.length - 1]!;
+  const logOffset = web.logText().length;
+
+  const normal = await startNormal(web);
+  // A client that reads the same document the attackers leave unread: none of its answers may be cut.
+  const reader = await startNormal(web, { path: '/openapi.json', pauseMs: READER_PAUSE_MS });
+  const rss = sampler(() => rssMb(pid), RSS_SAMPLE_MS);
+  const kernel = sampler(() => tcpKernel().mb, RSS_SAMPLE_MS);
+  const orphans = sampler(() => tcpKernel().orphans, RSS_SAMPLE_MS);
+  const cpu = cpuMeter(pid);
+  const started = performance.now();
+
+  interface Attacker { socket?: tls.TLSSocket; peer?: string; sentAt?: number; cutAt?: number; failure?: string }
+  const attackers: Attacker[] = [];
+  const requests = 'GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(UNREAD_PIPELINED);
+  // Which attackers the server still holds, looked at as often as the RSS.
+  const watch = every(RSS_SAMPLE_MS, () => {
+    const held = establishedPeers(web.port);
+    const now = performance.now();
+    for (const attacker of attackers) {
+      if (attacker.peer && attacker.cutAt === undefined && !held.has(attacker.peer)) attacker.cutAt = now;
+    }
+  });
+  const open = async (address: string): Promise<Attacker> => {
+    const attacker: Attacker = {};
+    attackers.push(attacker);
+    try {
+      const socket = await connectTls(web.port, address);
+      // Never read: Node's buffer for the paused socket fills, then the kernel's, then the window closes.
+      socket.pause();
+      attacker.socket = socket;
+      attacker.peer = procTcpPeer(address, socket.localPort!);
+      socket.write(requests);
+      attacker.sentAt = performance.now();
+    } catch (err) {
+      attacker.failure = (err as Error & { code?: string }).code ?? (err as Error).message;
+    }
+    return attacker;
+  };
+  // One address's connections at a time: what is measured is answers left unread, not a burst of
+  // handshakes.
+  for (let i = 0; i < UNREAD_ADDRESSES; i++) {
+    await Promise.all(Array.from({ length: UNREAD_PER_ADDRESS }, () => open(`127.0.0.${FIRST_UNREAD_HOST + i}`)));
+  }
+  const connectedMs = performance.now() - started;
+  const lastSentAt = Math.max(...attackers.map((a) => a.sentAt ?? 0));
+  const deadline = lastSentAt + UNREAD_TIMEOUT_MS + TIMEOUT_MARGIN_MS;
+  while (attackers.some((a) => a.peer && a.cutAt === undefined) && performance.now() < deadline) await sleep(RSS_SAMPLE_MS);
+  clearInterval(watch);
+  const attackMs = performance.now() - started;
+  const cpuFigure = cpu.stop();
+  const normalStats = await normal.stop();
+  const readerStats = await reader.stop();
+  const during = rss.stop();
+  const kernelDuring = kernel.stop();
+  const orphansDuring = orphans.stop();
+
+  // The attackers leave; the process has UNREAD_SETTLE_MS to give their memory back.
+  for (const attacker of attackers) attacker.socket?.destroy();
+  await sleep(UNREAD_SETTLE_MS);
+  const settledRss = rssMb(pid);
+  const log = web.logText().slice(logOffset).split('\n').filter((line) => line.includes('left their answers unread'))
+    .map((line) => JSON.parse(line) as { stalled: number; overBound: number; peakUnreadBytes: number });
+
+  const held = attackers.filter((a) => a.peer);
+  const cutAfter = held.filter((a) => a.cutAt !== undefined).map((a) => a.cutAt! - a.sentAt!);
+  const stillHeld = held.filter((a) => a.cutAt === undefined).length;
+  // Counted from its requests sent: a connection the server reached late (handshakes of the others
+  // ahead of it) began to wait late.
+  const late = cutAfter.filter((ms) => ms > UNREAD_TIMEOUT_MS + TIMEOUT_MARGIN_MS).length;
+  const failures = attackers.filter((a) => a.failure).map((a) => a.failure!);
+  recordFigure(SUITE, `${label}: attackers connected and sent (of ${UNREAD_ADDRESSES * UNREAD_PER_ADDRESS}) / handshakes failed`,
+    `${held.length} / ${failures.length}${failures.length ? ` (${[...new Set(failures)].join(', ')})` : ''}`);
+  recordFigure(SUITE, `${label}: all connected after ms`, Math.round(connectedMs));
+  recordFigure(SUITE, `${label}: attackers cut by the server / still held at ${Math.round(attackMs)} ms`, `${cutAfter.length} / ${stillHeld}`);
+  recordFigure(SUITE, `${label}: cut after ms from their requests (min / median / max)`,
+    cutAfter.length ? `${Math.round(Math.min(...cutAfter))} / ${Math.round(quantile(cutAfter, 0.5))} / ${Math.round(Math.max(...cutAfter))}` : 'none');
+  recordFigure(SUITE, `${label}: each cut within ${UNREAD_TIMEOUT_MS} + ${TIMEOUT_MARGIN_MS} ms of its own requests`,
+    late === 0 ? 'met' : `MISSED (${late} later)`);
+  recordFigure(SUITE, `${label}: cut by the service's log: untaken ${UNREAD_TIMEOUT_MS} ms / over the memory bound (peak unread MB)`,
+    `${log.reduce((n, l) => n + l.stalled, 0)} / ${log.reduce((n, l) => n + l.overBound, 0)} ` +
+    `(${Math.round(Math.max(0, ...log.map((l) => l.peakUnreadBytes)) / 1024 / 1024)})`);
+  recordFigure(SUITE, `${label}: RSS MB start / peak / ${UNREAD_SETTLE_MS / 1000} s after`, `${startRss} / ${during.peak} / ${settledRss}`);
+  // Connections the server closed idle (Node's keep-alive timeout) after the kernel took all their
+  // answers: their answers stay queued there while the peer's window stays shut.
+  recordFigure(SUITE, `${label}: kernel TCP memory MB / orphaned sockets (machine-wide), peak`, `${kernelDuring.peak} / ${orphansDuring.peak}`);
+  recordFigure(SUITE, `${label}: ${CPU_FIGURE}`, cpuFigure);
+  recordFigure(SUITE, `${label}: peak RSS target (${RSS_BOUND_MB} MB)`, during.peak <= RSS_BOUND_MB ? 'met' : `MISSED (${during.peak} MB)`);
+  recordFigure(SUITE, `${label}: RSS back target (start + ${UNREAD_RSS_BACK_MB} MB)`,
+    settledRss <= startRss + UNREAD_RSS_BACK_MB ? 'met' : `MISSED (${settledRss} MB)`);
+  recordFigure(SUITE, `${label}: reader of /openapi.json answered whole / asked`, `${readerStats.ok}/${readerStats.requests}`);
+
+  await t.test(`every attacker cut within UNREAD_OUTPUT_TIMEOUT_MS + ${TIMEOUT_MARGIN_MS} ms of the last one's requests`, () => {
+    assert.equal(stillHeld, 0, `${stillHeld} of ${held.length} attackers still held ${Math.round(attackMs)} ms into the attack`);
+  });
+  await t.test('every answer to the client that reads the document came whole', () => {
+    assert.equal(readerStats.ok, readerStats.requests, `${readerStats.requests - readerStats.ok} not: ${[...new Set(readerStats.failures)].join(', ')}`);
   });
   await checkNormal(t, label, quiet, normalStats);
 });

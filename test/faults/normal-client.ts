@@ -10,7 +10,7 @@ const NORMAL_CLIENT = `
 const { parentPort, workerData } = require('node:worker_threads');
 const https = require('node:https');
 const { performance } = require('node:perf_hooks');
-const { port, ca, key, timeoutMs, path } = workerData;
+const { port, ca, key, timeoutMs, path, pauseMs } = workerData;
 const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca });
 let running = true;
 parentPort.on('message', (message) => { if (message === 'stop') running = false; });
@@ -36,6 +36,7 @@ function once() {
   const started = performance.now();
   while (running) {
     const answer = await once();
+    if (pauseMs) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     ms.push(answer.ms);
     if (answer.status !== 200) failures.push(answer.status);
     if (first) { first = false; parentPort.postMessage({ ready: answer.status }); }
@@ -67,6 +68,8 @@ export interface NormalOptions {
   timeoutMs: number;
   /** What it asks for (default GET /v1/key/current). */
   path?: string;
+  /** A pause after each answer: a reader taking its time. */
+  pauseMs?: number;
   /** For the failure message. */
   name: string;
 }
@@ -88,8 +91,8 @@ export async function stopNormalClients(): Promise<void> {
 
 /** Starts the normal client; resolves once its first request is answered (its connection is open). */
 export async function startNormalClient(options: NormalOptions): Promise<NormalClient> {
-  const { port, ca, key, timeoutMs, path = '/v1/key/current', name } = options;
-  const worker = new Worker(NORMAL_CLIENT, { eval: true, workerData: { port, ca: ca.toString(), key, timeoutMs, path } });
+  const { port, ca, key, timeoutMs, path = '/v1/key/current', pauseMs = 0, name } = options;
+  const worker = new Worker(NORMAL_CLIENT, { eval: true, workerData: { port, ca: ca.toString(), key, timeoutMs, path, pauseMs } });
   running.add(worker);
   const finished = new Promise<{ ms: number[]; failures: Array<number | string>; seconds: number }>((resolve, reject) => {
     worker.on('message', (message) => { if (message.ms) resolve(message); });
