@@ -114,10 +114,13 @@ export async function startProducer(pool: pg.Pool, log: Logger): Promise<PgBoss>
   return boss;
 }
 
-/** For the `worker` process: supervision, cron and LISTEN/NOTIFY wake-ups. */
-export async function startConsumer(connectionString: string, log: Logger): Promise<PgBoss> {
+/**
+ * For the `worker` process: supervision, cron and LISTEN/NOTIFY wake-ups. `silenceMs`: how long a
+ * statement may hear nothing from the server before its connection is closed (lib/pool.ts).
+ */
+export async function startConsumer(connectionString: string, log: Logger, silenceMs: number): Promise<PgBoss> {
   const boss = watch(new PgBoss({
-    db: new BossPool({ connectionString, max: 6 }, prepared),
+    db: new BossPool({ connectionString, max: 6 }, prepared, silenceMs),
     migrate: false, supervise: true, schedule: true, useListenNotify: true,
     // Rebuilding a bloated index is DDL, which the worker's role (pms_app) may not do.
     reindex: false,

@@ -16,6 +16,8 @@ export function createPool(config: Config, log: Logger, connectionString: string
     connectionTimeoutMillis: config.dbConnectTimeoutMs,
     statement_timeout: config.dbStatementTimeoutMs,
     idleTimeoutMillis: 30_000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
     Client: pipelining ? PipeliningClient : SocketClient,
   });
   // A client losing its connection (database restart) must never crash the process: pg-pool
@@ -43,6 +45,13 @@ export function createPool(config: Config, log: Logger, connectionString: string
   return pool;
 }
 
+/**
+ * TCP keepalive probes start after this long idle (then each second, ten of them: libuv's): an idle
+ * connection to a server gone silent fails in the pool within about 15 s, instead of failing the
+ * first request that takes it once the server is back (which ended the session meanwhile).
+ */
+export const KEEPALIVE_IDLE_MS = 5000;
+
 /** How long past the statement timeout a query may go without a byte from the server. */
 export const SILENCE_BEYOND_STATEMENT_TIMEOUT_MS = 1000;
 
@@ -54,7 +63,7 @@ export const SILENCE_BEYOND_STATEMENT_TIMEOUT_MS = 1000;
  * per query kept each query and the rows it read alive past their request, into the old
  * generation, where only full garbage collections reclaim them.
  */
-function failWhenSilent(client: pg.PoolClient, ms: number): void {
+export function failWhenSilent(client: pg.PoolClient, ms: number): void {
   const socket = socketOf(client);
   socket.setTimeout(ms);
   // A listener of its own: the callback setTimeout takes is a once-listener, so after a first

@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import type { JobPayloads, QueueName } from '../domain/jobs.ts';
 import type { Config } from '../lib/config.ts';
-import { createPool } from '../lib/pool.ts';
+import { createPool, SILENCE_BEYOND_STATEMENT_TIMEOUT_MS } from '../lib/pool.ts';
 import { startConsumer } from '../lib/jobs.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { counted, WorkerMetrics } from './metrics.ts';
@@ -25,7 +25,7 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
   // First: a metrics port already taken stops the start before any job is taken.
   const metricsListener = await metrics?.serve(config, log);
   const pool: pg.Pool = createPool(config, log, databaseUrl, 4);
-  const boss = await startConsumer(databaseUrl, log);
+  const boss = await startConsumer(databaseUrl, log, config.dbStatementTimeoutMs + SILENCE_BEYOND_STATEMENT_TIMEOUT_MS);
   metrics?.watch(pool, boss);
   const services = { pool, db: pool, boss, log, config };
   const stopping = new AbortController();

@@ -10,6 +10,8 @@ export interface Attempt {
   /** The HTTP status, or the connection error's code. */
   status: number | string;
   replayed: boolean;
+  /** Who answered: the service (its X-Request-Id), the balancer itself, or nobody. */
+  by: 'service' | 'balancer' | 'none';
 }
 
 export interface Creation {
@@ -94,7 +96,8 @@ export class ChangeStream {
       });
       const status = 'status' in reply ? reply.status : reply.error;
       const replayed = 'status' in reply && reply.headers['idempotent-replayed'] === 'true';
-      creation.attempts.push({ at, ms: Date.now() - at, status, replayed });
+      const by = !('status' in reply) ? 'none' : reply.headers['x-request-id'] ? 'service' : 'balancer';
+      creation.attempts.push({ at, ms: Date.now() - at, status, replayed, by });
       if ('status' in reply && reply.status === 201) {
         const { id, key } = JSON.parse(reply.text).response as { id: string; key: string };
         if (creation.keyId !== undefined && (creation.keyId !== id || creation.secret !== key)) {
@@ -129,7 +132,10 @@ export class ChangeStream {
   /** How many times each status or error came, in [from, to). */
   statusCounts(from = 0, to = Infinity): Record<string, number> {
     const counts: Record<string, number> = {};
-    for (const a of this.creations.flatMap((c) => c.attempts)) if (a.at >= from && a.at < to) counts[a.status] = (counts[a.status] ?? 0) + 1;
+    for (const a of this.creations.flatMap((c) => c.attempts)) {
+      const label = a.by === 'balancer' ? `${a.status} (balancer)` : String(a.status);
+      if (a.at >= from && a.at < to) counts[label] = (counts[label] ?? 0) + 1;
+    }
     return counts;
   }
 }

@@ -14,13 +14,16 @@ import { waitFor } from '../support/wait.ts';
 const PG_BOSS = `pg-boss ${createRequire(import.meta.url)('pg-boss/package.json').version as string}`;
 const ADAPTER = 'lib/pg-boss-internals.ts';
 
+/** How long a statement of pg-boss's pool may hear nothing before its connection is closed, here. */
+const SILENCE_MS = 1000;
+
 let connectionString: string;
 let boss: BossPool;
 
 before(async () => {
   connectionString = await createTestDatabase();
   // One connection: the statement prepared is then visible to the query that lists them.
-  boss = new BossPool({ connectionString, max: 1 }, prepared);
+  boss = new BossPool({ connectionString, max: 1 }, prepared, SILENCE_MS);
   await boss.open();
 });
 after(() => boss.close());
@@ -55,4 +58,20 @@ test('its LISTEN connection hears a wake-up sent on the channel the wake-up SQL 
     await sender.end();
     await listening.close();
   }
+});
+
+test('a statement of pg-boss\'s pool whose server went silent fails once the silence bound has passed', { timeout: 10_000 }, async () => {
+  const { rows: [{ pid }] } = await boss.executeSql('SELECT pg_backend_pid() AS pid');
+  // SIGSTOP: the backend's socket stays open and nothing comes back, as from a host gone silent.
+  process.kill(pid, 'SIGSTOP');
+  try {
+    const started = Date.now();
+    await assert.rejects(boss.executeSql('SELECT 1'), /Connection terminated/);
+    const waitedMs = Date.now() - started;
+    assert.ok(waitedMs >= SILENCE_MS - 50 && waitedMs < SILENCE_MS + 2000, `failed after ${waitedMs} ms, not soon after ${SILENCE_MS} ms`);
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
+  // The pool goes on with a new connection.
+  assert.deepEqual((await boss.executeSql('SELECT 1 AS one')).rows, [{ one: 1 }]);
 });
