@@ -12,6 +12,7 @@ export interface Attempt {
   replayed: boolean;
   /** Who answered: the service (its X-Request-Id), the balancer itself, or nobody. */
   by: 'service' | 'balancer' | 'none';
+  retryAfter?: string;
 }
 
 export interface Creation {
@@ -38,7 +39,7 @@ export interface StreamOptions {
 
 /** Statuses that say nothing was decided, or that the first try is still running: sent again. */
 const RETRIED = new Set([409, 502, 503, 504]);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class ChangeStream {
   readonly creations: Creation[] = [];
@@ -97,7 +98,8 @@ export class ChangeStream {
       const status = 'status' in reply ? reply.status : reply.error;
       const replayed = 'status' in reply && reply.headers['idempotent-replayed'] === 'true';
       const by = !('status' in reply) ? 'none' : reply.headers['x-request-id'] ? 'service' : 'balancer';
-      creation.attempts.push({ at, ms: Date.now() - at, status, replayed, by });
+      const retryAfter = 'status' in reply ? reply.headers['retry-after'] as string | undefined : undefined;
+      creation.attempts.push({ at, ms: Date.now() - at, status, replayed, by, ...(retryAfter ? { retryAfter } : {}) });
       if ('status' in reply && reply.status === 201) {
         const { id, key } = JSON.parse(reply.text).response as { id: string; key: string };
         if (creation.keyId !== undefined && (creation.keyId !== id || creation.secret !== key)) {
@@ -119,22 +121,33 @@ export class ChangeStream {
     }
   }
 
+  /** Every attempt that started in [from, to). */
+  attempts(from = 0, to = Infinity): Attempt[] {
+    return this.creations.flatMap((c) => c.attempts).filter((a) => a.at >= from && a.at < to);
+  }
+
   /** Every attempt in [from, to) that was not a 2xx. */
   failures(from = 0, to = Infinity): Attempt[] {
-    return this.creations.flatMap((c) => c.attempts).filter((a) => a.at >= from && a.at < to && !(typeof a.status === 'number' && a.status < 300));
+    return this.attempts(from, to).filter((a) => !(typeof a.status === 'number' && a.status < 300));
+  }
+
+  /** When the first 2xx after `from` was answered, in ms after `from`; undefined if none. */
+  firstSuccessAfter(from: number): number | undefined {
+    const ends = this.attempts(from).filter((a) => a.status === 201).map((a) => a.at + a.ms - from);
+    return ends.length > 0 ? Math.min(...ends) : undefined;
   }
 
   /** The longest attempt that started in [from, to). */
   longestMs(from = 0, to = Infinity): number {
-    return Math.max(0, ...this.creations.flatMap((c) => c.attempts).filter((a) => a.at >= from && a.at < to).map((a) => a.ms));
+    return Math.max(0, ...this.attempts(from, to).map((a) => a.ms));
   }
 
   /** How many times each status or error came, in [from, to). */
   statusCounts(from = 0, to = Infinity): Record<string, number> {
     const counts: Record<string, number> = {};
-    for (const a of this.creations.flatMap((c) => c.attempts)) {
+    for (const a of this.attempts(from, to)) {
       const label = a.by === 'balancer' ? `${a.status} (balancer)` : String(a.status);
-      if (a.at >= from && a.at < to) counts[label] = (counts[label] ?? 0) + 1;
+      counts[label] = (counts[label] ?? 0) + 1;
     }
     return counts;
   }

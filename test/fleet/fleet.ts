@@ -12,7 +12,7 @@ import { ROOT } from '../support/cli.ts';
 import { Balancer, PUBLIC_URL } from './balancer.ts';
 import type { AgentReply, AgentRequest } from './client-agent.ts';
 import { DatabaseHost } from './database.ts';
-import { createNetwork, cut, destroyNetwork, fleetNamespaces, HOSTS, restore, type HostName } from './hosts.ts';
+import { createNetwork, cut, destroyNetwork, destroyNetworkSync, fleetNamespaces, HOSTS, restore, type HostName } from './hosts.ts';
 import { HostProcess } from './processes.ts';
 
 const execFileAsync = promisify(execFile);
@@ -97,6 +97,7 @@ export class Fleet {
     await clearStale();
     const dir = path.join(STATE_PARENT, `${STATE_PREFIX}${process.pid}`);
     mkdirSync(dir, { mode: 0o755 });
+    tearDownOnSignal(dir);
     let fleet: Fleet | undefined;
     try {
       await createNetwork();
@@ -197,6 +198,17 @@ export class Fleet {
 async function teardown(dir: string): Promise<void> {
   await destroyNetwork();
   if (!process.env.TEST_KEEP_TMP) rmSync(dir, { recursive: true, force: true });
+}
+
+/** Stopped by a signal (Ctrl-C, the test runner's timeout): nothing of the fleet is left behind. */
+function tearDownOnSignal(dir: string): void {
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      destroyNetworkSync();
+      if (!process.env.TEST_KEEP_TMP) rmSync(dir, { recursive: true, force: true });
+      process.exit(128 + ({ SIGINT: 2, SIGTERM: 15, SIGHUP: 1 } as const)[signal]);
+    });
+  }
 }
 
 /** A fleet left by a run that was killed: its processes, namespaces and files. Another live run's stays. */

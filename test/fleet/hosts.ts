@@ -1,7 +1,7 @@
 // The fleet's network, as root: one network namespace per host, each joined by a veth pair to a
 // router namespace that routes 10.77.0.0/24 between them. A host is cut off silently by two
 // blackhole rules in the router (nothing answers, not even ICMP), as a dead host or a dropped link is.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
@@ -56,6 +56,24 @@ export async function destroyNetwork(): Promise<void> {
       try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
     }
     await run('ip', ['netns', 'del', ns]).catch(() => undefined);
+  }
+}
+
+/** The same at once, for a process stopped by a signal, which has no time to wait. */
+export function destroyNetworkSync(): void {
+  const sync = (args: string[]) => {
+    try {
+      return execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
+    } catch {
+      return '';
+    }
+  };
+  const namespaces = sync(['netns', 'list']).split('\n').map((line) => line.split(' ')[0]!).filter((name) => name.startsWith(NAMESPACE_PREFIX));
+  for (const ns of namespaces) {
+    for (const pid of sync(['netns', 'pids', ns]).split('\n').map(Number).filter((p) => p > 0)) {
+      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+    }
+    sync(['netns', 'del', ns]);
   }
 }
 
