@@ -27,14 +27,14 @@ export const SERVER_SETTINGS: Record<string, string> = {
 };
 const THROWAWAY: Record<string, string> = { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' };
 
-function fill(template: string, values: Record<string, string>): string {
+/** A configuration template with its ${NAME} placeholders filled in. */
+export function fill(template: string, values: Record<string, string>): string {
   return template.replace(/\$\{(\w+)\}/g, (_whole, name: string) => {
     const value = values[name];
     if (value === undefined) throw new Error(`template value ${name} not given`);
     return value;
   });
 }
-export { fill };
 
 function postgresIds(): { uid: number; gid: number } {
   const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));

@@ -253,8 +253,6 @@ async function certificate(dir: string): Promise<Fleet['tls']> {
   return { cert: pems.cert, key: pems.private, certFile, keyFile };
 }
 
-export type Answer = AgentReply;
-
 /** The client host: requests sent from its namespace by test/fleet/client-agent.ts. */
 export class FleetClient {
   #agent: HostProcess | undefined;
