@@ -87,6 +87,14 @@ export class Balancer {
     return states;
   }
 
+  /** Idle connections HAProxy keeps to a web server, ready for reuse (`show servers conn`). */
+  async idleConnections(server: string): Promise<number> {
+    const [head, ...rows] = (await this.command('show servers conn web')).split('\n').filter((line) => line.length > 0);
+    const columns = head!.replace(/^# /, '').split(' ');
+    const row = rows.map((r) => r.split(' ')).find((cells) => cells[0] === `web/${server}`);
+    return Number(row?.[columns.indexOf('idle_cur')] ?? NaN);
+  }
+
   async stop(): Promise<void> {
     await this.haproxy?.stop('SIGTERM', 5000);
   }
