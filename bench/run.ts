@@ -2,8 +2,8 @@
 // servers and each endpoint's twin, driven by autocannon on loopback, in one run. Prints the verdict on
 // the targets of bench/targets.ts, writes it as JSON and Markdown, exits non-zero when one is missed.
 //   BENCH_DURATION_S (10)  BENCH_WARMUP_S (2)  BENCH_OUT (bench/results)  DATABASE_URL  BENCH_STREAMS (1000)
-//   BENCH_ONLY: a regular expression; only the parts it matches run and are judged (endpoints by name, visibility, streams, scale,
-//   limited).
+//   BENCH_ONLY: a regular expression; only the parts it matches run and are judged (endpoints by name, visibility, streams, webhooks,
+//   scale, limited).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +19,7 @@ import { createLogger } from '../lib/log.ts';
 import { StartupError } from '../lib/startup-error.ts';
 import { loadScaleProject } from './scale.ts';
 import { streamDelivery, type StreamBenchResult } from './streams.ts';
+import { webhookDelivery, type WebhookBenchResult } from './webhooks.ts';
 import { FlushProbe, STALL_MS, type FlushStalls } from './disk-flush.ts';
 import { ENDPOINT_TARGETS, exitCode, judge, TARGETS, verdictTable, type Check } from './targets.ts';
 import { freePort } from '../test/support/ports.ts';
@@ -43,6 +44,9 @@ const STREAM_CHANGES_PER_S = 200;
  * streams, as one process of a deployment serves both; `other` through the bench's first web process.
  */
 const CHANGES_VIA_STREAMS_WEB = process.env.BENCH_STREAMS_CHANGES_VIA !== 'other';
+/** The webhooks part: endpoints of one project, changes at this rate for BENCH_DURATION_S. */
+const WEBHOOK_ENDPOINTS = 10;
+const WEBHOOK_CHANGES_PER_S = 200;
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
 const runs = (part: string) => !ONLY || ONLY.test(part);
 
@@ -264,13 +268,15 @@ async function main(): Promise<number> {
     const env = {
       DATABASE_URL: databaseUrl, PORT: String(port), HTTP_PORT: String(httpPort), HOST: '127.0.0.1',
       ...certificate, LOG_LEVEL: 'info',
+      // The webhooks part's receivers listen on loopback with the bench's certificate.
+      WEBHOOK_ALLOW_PRIVATE: 'true', NODE_EXTRA_CA_CERTS: certificate.TLS_CERT_FILE,
     };
 
     console.log('# release, web, worker (as the Procfile runs them), R1, R2');
     if ((await finished(children.start(procfileArgs('release'), env))) !== 0) throw new Error('release failed');
     await createReferenceTable(db);
     const web = children.start(procfileArgs('web'), { ...env, ...procfileEnv('web') });
-    children.start(procfileArgs('worker'), env);
+    const worker = children.start(procfileArgs('worker'), { ...env, ...procfileEnv('worker') });
     children.start(['bench/reference.ts', 'r1', String(r1Port)], env);
     children.start(['bench/reference.ts', 'r2', String(r2Port), databaseUrl], env);
     const base = `https://127.0.0.1:${port}`;
@@ -316,6 +322,23 @@ async function main(): Promise<number> {
         `${s.problems.length ? `; ${s.problems.length} problem(s)` : ''}${diskLine(from)}`);
       console.log(`  to the first stream p50 ${s.firstP50.toFixed(1)} ms, p99 ${s.firstP99.toFixed(1)} ms; first to last stream p50 ${s.spreadP50.toFixed(1)} ms, p99 ${s.spreadP99.toFixed(1)} ms`);
       for (const problem of s.problems.slice(0, 10)) console.log(`  ${problem}`);
+    }
+
+    let webhooks: WebhookBenchResult | undefined;
+    if (runs('webhooks')) {
+      const changes = Math.round(WEBHOOK_CHANGES_PER_S * DURATION_S);
+      console.log(`# webhooks: ${WEBHOOK_ENDPOINTS} endpoints, ${changes} changes at ${WEBHOOK_CHANGES_PER_S}/s; then one endpoint's ceiling beside a bare twin`);
+      const hooked = JSON.parse(await children.output(['bin/workspace.ts', 'project', 'create', '--name', 'bench-webhooks'], env));
+      const from = performance.now();
+      webhooks = await webhookDelivery({
+        base, key: hooked.key.key, projectId: hooked.project.id, db, certFile: certificate.TLS_CERT_FILE, keyFile: certificate.TLS_KEY_FILE,
+        endpoints: WEBHOOK_ENDPOINTS, ratePerS: WEBHOOK_CHANGES_PER_S, changes, workerPid: worker.pid!,
+        twin: (args) => children.output(['bench/webhook-twin.ts', ...args], env),
+      });
+      const w = webhooks;
+      console.log(`  delivered after the change's response p50 ${w.p50.toFixed(1)} ms, p99 ${w.p99.toFixed(1)} ms, max ${w.max.toFixed(0)} ms over ${w.pairs} (change, endpoint) pairs` +
+        `${w.lost ? `, ${w.lost} never arrived` : ''}; worker peak RSS ${w.workerRssPeakMb.toFixed(0)} MB${diskLine(from)}`);
+      console.log(`  one endpoint's ceiling: ${w.ceilingPerS.toFixed(0)} deliveries/s over a backlog of ${w.ceilingEvents}; its bare twin ${w.twinPerS.toFixed(0)}/s`);
     }
 
     const r1: Load = { name: 'R1 bare restify', url: `https://127.0.0.1:${r1Port}/ref` };
@@ -423,6 +446,14 @@ async function main(): Promise<number> {
       );
       if (streams.problems.length) problems.push(`streams: ${streams.problems.length} problem(s): ${streams.problems.slice(0, 3).join('; ')}`);
     }
+    if (webhooks) {
+      checks.push(
+        { row: `webhook delivery p99 (${WEBHOOK_ENDPOINTS} endpoints)`, target: 'webhookDeliveryP99', figure: webhooks.p99 },
+        { row: 'worker peak RSS', target: 'workerPeakRss', figure: webhooks.workerRssPeakMb },
+        { row: "one webhook endpoint's ceiling", target: 'webhookCeiling', figure: webhooks.ceilingPerS, reference: webhooks.twinPerS },
+      );
+      if (webhooks.lost) problems.push(`webhooks: ${webhooks.lost} (change, endpoint) pairs never delivered`);
+    }
     for (const s of scale) checks.push({ row: `${s.name} at 1M rows p99`, target: 'scaleP99', figure: s.big.p99, reference: s.fresh.p99 });
     if (limited) {
       checks.push({ row: 'GET /v1/key/current, limited key, req/s', target: 'limitedKeyThroughput', figure: meanRps(limited.limited), reference: meanRps(limited.unlimited) });
@@ -447,6 +478,11 @@ async function main(): Promise<number> {
         first_stream_p50_ms: +streams.firstP50.toFixed(1), first_stream_p99_ms: +streams.firstP99.toFixed(1),
         fan_out_spread_p50_ms: +streams.spreadP50.toFixed(1), fan_out_spread_p99_ms: +streams.spreadP99.toFixed(1),
         problems: streams.problems,
+      },
+      webhooks: webhooks && {
+        endpoints: webhooks.endpoints, changes: webhooks.changes, rate_per_s: WEBHOOK_CHANGES_PER_S, pairs: webhooks.pairs, lost: webhooks.lost,
+        p50_ms: +webhooks.p50.toFixed(1), p99_ms: +webhooks.p99.toFixed(1), max_ms: +webhooks.max.toFixed(1), worker_rss_peak_mb: +webhooks.workerRssPeakMb.toFixed(0),
+        ceiling_events: webhooks.ceilingEvents, ceiling_per_s: +webhooks.ceilingPerS.toFixed(0), twin_per_s: +webhooks.twinPerS.toFixed(0),
       },
       event_visibility: { changes: visibility.count, rate_per_s: EVENT_RATE_PER_S, p50_ms: +visibility.p50.toFixed(1), p99_ms: +visibility.p99.toFixed(1) },
       scale: scale.map((s) => ({ endpoint: s.name, fresh_p99_ms: s.fresh.p99, scaled_p99_ms: s.big.p99, ratio: +(s.big.p99 / s.fresh.p99).toFixed(2) })),
@@ -481,6 +517,13 @@ async function main(): Promise<number> {
         `max ${results.event_streams!.max_ms} ms over ${streams.pairs} (change, stream) pairs; ` +
         `that process's RSS peak ${results.event_streams!.web_rss_peak_mb} MB; ` +
         `${streams.problems.length ? `${streams.problems.length} stream problem(s)` : 'every stream got every event once, in sequence order'}.`,
+        '',
+      ] : []),
+      ...(webhooks ? [
+        `Webhooks: ${webhooks.endpoints} endpoints, ${webhooks.changes} changes at ${WEBHOOK_CHANGES_PER_S}/s: delivered after the change's response ` +
+        `p50 ${results.webhooks!.p50_ms} ms, p99 ${results.webhooks!.p99_ms} ms, max ${results.webhooks!.max_ms} ms over ${webhooks.pairs} pairs; ` +
+        `worker peak RSS ${results.webhooks!.worker_rss_peak_mb} MB. One endpoint's ceiling ${results.webhooks!.ceiling_per_s} deliveries/s ` +
+        `over a backlog of ${webhooks.ceilingEvents}, its bare twin ${results.webhooks!.twin_per_s}/s.`,
         '',
       ] : []),
       '| read at scale | fresh p99 ms | 1M-row p99 ms | ratio |',

@@ -8,9 +8,9 @@
  * What a target divides its figure by, as the table names it. The event parts' changes are
  * POST /v1/key, so that endpoint's twin's p99 (32 connections) sets their pace on the machine measured.
  */
-export type Reference = 'twin' | 'R2' | 'POST /v1/key twin' | 'fresh project' | 'unlimited key';
+export type Reference = 'twin' | 'R2' | 'POST /v1/key twin' | 'fresh project' | 'unlimited key' | 'webhook twin';
 
-export type Unit = 'req/s' | 'ms' | 'MB';
+export type Unit = 'req/s' | 'ms' | 'MB' | '/s';
 
 /** A bound on the ratio figure / reference, or on the figure itself when there is no reference. */
 export type Target = { unit: Unit; against?: Reference } & ({ atLeast: number; atMost?: never } | { atMost: number; atLeast?: never });
@@ -30,6 +30,11 @@ export const TARGETS = {
   /** GET /v1/key/current with a key under a rate limit it never reaches, against an unlimited key's runs beside it. */
   limitedKeyThroughput: { unit: 'req/s', against: 'unlimited key', atLeast: 0.9 },
   webPeakRss: { unit: 'MB', atMost: 300 },
+  /** From a change's response until its event reaches each webhook endpoint (decisions' bound, not a ratio). */
+  webhookDeliveryP99: { unit: 'ms', atMost: 250 },
+  workerPeakRss: { unit: 'MB', atMost: 300 },
+  /** One endpoint's deliveries a second on a backlog, against a bare deliverer with its connections. */
+  webhookCeiling: { unit: '/s', against: 'webhook twin', atLeast: 0.5 },
   streamsWebRss: { unit: 'MB', atMost: 400 },
 } as const satisfies Record<string, Target>;
 

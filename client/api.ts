@@ -101,10 +101,10 @@ export interface Event {
   object: 'event';
   type: {
     id: string;
-    name: 'key.created' | 'key.revoked' | 'key.expired' | 'key.rolled' | 'app.created' | 'app.updated' | 'app.published' | 'app.unpublished' | 'app.activated' | 'app.logo_changed' | 'app.deleted' | 'project.created' | 'project.disabled' | 'consumer.disabled' | 'plan.changed';
+    name: 'key.created' | 'key.revoked' | 'key.expired' | 'key.rolled' | 'app.created' | 'app.updated' | 'app.published' | 'app.unpublished' | 'app.activated' | 'app.logo_changed' | 'app.deleted' | 'project.created' | 'project.disabled' | 'consumer.disabled' | 'plan.changed' | 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.disabled' | 'webhook.secret_rotated';
   };
   related: {
-    table: 'key' | 'app' | 'file' | 'membership' | 'project' | 'consumer';
+    table: 'key' | 'app' | 'file' | 'membership' | 'project' | 'consumer' | 'webhook';
     id: string;
   };
   origin: 'api' | 'workspace' | 'system';
@@ -127,6 +127,38 @@ export interface Event {
   };
   /** Hex SHA-256 of the previous event's hash (64 zeros for sequence 1) followed by this event's RFC 8785 JSON without `hash`. */
   hash: string;
+}
+
+export interface WebhookEndpoint {
+  id: string;
+  object: 'webhook_endpoint';
+  /** An https URL. */
+  url: string;
+  description: string;
+  /** The event types sent; empty: every type. */
+  types: Array<'key.created' | 'key.revoked' | 'key.expired' | 'key.rolled' | 'app.created' | 'app.updated' | 'app.published' | 'app.unpublished' | 'app.activated' | 'app.logo_changed' | 'app.deleted' | 'project.created' | 'project.disabled' | 'consumer.disabled' | 'plan.changed' | 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.disabled' | 'webhook.secret_rotated'>;
+  status: 'enabled' | 'disabled';
+  /** Why it is disabled: the receiver answered 410, every attempt failed for 5 days, or a PATCH. */
+  disabled_reason: null | 'gone' | 'failing' | 'manual';
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookEndpointWithSecret extends WebhookEndpoint {
+  /** Shown in this answer only: `whsec_` and the base64 of 32 random bytes. */
+  secret: string;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  object: 'webhook_delivery';
+  event: string;
+  sequence: number;
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: number;
 }
 
 export interface Checkpoint {
@@ -185,6 +217,32 @@ export interface Responses {
   eventCheckpoint: Checkpoint;
   /** GET /v1/event/{event_id}: One event of the project. */
   eventGet: Event;
+  /** POST /v1/webhook: Creates a webhook endpoint; its signing secret is in this answer only. */
+  webhookCreate: WebhookEndpointWithSecret;
+  /** GET /v1/webhook: The project's webhook endpoints, newest first. */
+  webhookList: {
+    object: 'list';
+    data: WebhookEndpoint[];
+    total: number;
+  };
+  /** GET /v1/webhook/{webhook_id}: One webhook endpoint of the project. */
+  webhookGet: WebhookEndpoint;
+  /** PATCH /v1/webhook/{webhook_id}: Changes an endpoint's url, description or types, or disables (`status: disabled`) or enables it. */
+  webhookUpdate: WebhookEndpoint;
+  /** DELETE /v1/webhook/{webhook_id}: Deletes an endpoint: nothing more is sent to it. */
+  webhookDelete: Deleted;
+  /** POST /v1/webhook/{webhook_id}/secret: Rotates the signing secret; the new one is in this answer only. */
+  webhookRotate: WebhookEndpointWithSecret;
+  /** GET /v1/webhook/{webhook_id}/delivery: The endpoint's delivery log: every attempt, newest first. */
+  webhookDeliveries: {
+    object: 'list';
+    data: WebhookDelivery[];
+    total: number;
+  };
+  /** POST /v1/webhook/{webhook_id}/replay: Sends again every event after sequence `after` that the endpoint's types match. */
+  webhookReplay: {
+    queued: number;
+  };
 }
 
 /** The JSON body each endpoint that takes one takes. */
@@ -193,7 +251,7 @@ export interface Bodies {
   keyCreate: {
     name: string;
     /** `*` or `<resource>:<action>` (action read, write or *). */
-    scope?: Array<'*' | 'key:read' | 'key:write' | 'key:*' | 'app:read' | 'app:write' | 'app:*' | 'event:read' | 'event:write' | 'event:*' | 'run:read' | 'run:write' | 'run:*' | 'file:read' | 'file:write' | 'file:*' | 'team:read' | 'team:write' | 'team:*' | 'feedback:read' | 'feedback:write' | 'feedback:*' | 'catalog:read' | 'catalog:write' | 'catalog:*' | 'usage:read' | 'usage:write' | 'usage:*' | 'reasoning:read' | 'reasoning:write' | 'reasoning:*'> | null;
+    scope?: Array<'*' | 'key:read' | 'key:write' | 'key:*' | 'app:read' | 'app:write' | 'app:*' | 'event:read' | 'event:write' | 'event:*' | 'webhook:read' | 'webhook:write' | 'webhook:*' | 'run:read' | 'run:write' | 'run:*' | 'file:read' | 'file:write' | 'file:*' | 'team:read' | 'team:write' | 'team:*' | 'feedback:read' | 'feedback:write' | 'feedback:*' | 'catalog:read' | 'catalog:write' | 'catalog:*' | 'usage:read' | 'usage:write' | 'usage:*' | 'reasoning:read' | 'reasoning:write' | 'reasoning:*'> | null;
     /** Unix seconds in the future (a time already past is refused); 0, null or absent for never. */
     expires_at?: number | null;
     /** Absent or null: the project's plan default (none unless the workspace set one). Never looser than the calling key's own. */
@@ -232,6 +290,25 @@ export interface Bodies {
     description?: string;
     type?: 'private' | 'public';
   };
+  /** POST /v1/webhook: Creates a webhook endpoint; its signing secret is in this answer only. */
+  webhookCreate: {
+    /** An https URL, not naming or resolving to a private or loopback address. */
+    url: string;
+    description?: string | null;
+    types?: Array<'key.created' | 'key.revoked' | 'key.expired' | 'key.rolled' | 'app.created' | 'app.updated' | 'app.published' | 'app.unpublished' | 'app.activated' | 'app.logo_changed' | 'app.deleted' | 'project.created' | 'project.disabled' | 'consumer.disabled' | 'plan.changed' | 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.disabled' | 'webhook.secret_rotated'> | null;
+  };
+  /** PATCH /v1/webhook/{webhook_id}: Changes an endpoint's url, description or types, or disables (`status: disabled`) or enables it. */
+  webhookUpdate: {
+    url?: string;
+    description?: string;
+    types?: Array<'key.created' | 'key.revoked' | 'key.expired' | 'key.rolled' | 'app.created' | 'app.updated' | 'app.published' | 'app.unpublished' | 'app.activated' | 'app.logo_changed' | 'app.deleted' | 'project.created' | 'project.disabled' | 'consumer.disabled' | 'plan.changed' | 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.disabled' | 'webhook.secret_rotated'>;
+    status?: 'enabled' | 'disabled';
+  };
+  /** POST /v1/webhook/{webhook_id}/replay: Sends again every event after sequence `after` that the endpoint's types match. */
+  webhookReplay: {
+    /** A sequence; 0: from the first event. */
+    after: number;
+  };
 }
 
 /** Every endpoint's method and path (`{name}` a path parameter). */
@@ -251,6 +328,14 @@ export const ROUTES = {
   eventStream: { method: 'GET', path: '/v1/event/stream' },
   eventCheckpoint: { method: 'GET', path: '/v1/event/checkpoint' },
   eventGet: { method: 'GET', path: '/v1/event/{event_id}' },
+  webhookCreate: { method: 'POST', path: '/v1/webhook' },
+  webhookList: { method: 'GET', path: '/v1/webhook' },
+  webhookGet: { method: 'GET', path: '/v1/webhook/{webhook_id}' },
+  webhookUpdate: { method: 'PATCH', path: '/v1/webhook/{webhook_id}' },
+  webhookDelete: { method: 'DELETE', path: '/v1/webhook/{webhook_id}' },
+  webhookRotate: { method: 'POST', path: '/v1/webhook/{webhook_id}/secret' },
+  webhookDeliveries: { method: 'GET', path: '/v1/webhook/{webhook_id}/delivery' },
+  webhookReplay: { method: 'POST', path: '/v1/webhook/{webhook_id}/replay' },
 } as const;
 
 export type EndpointName = keyof typeof ROUTES;

@@ -13,6 +13,8 @@ export interface Page<T> { object: 'list'; data: T[]; total: number }
 export type NewKey = Bodies['keyCreate'];
 export type NewApp = Bodies['appCreate'];
 export type AppEdit = Bodies['appUpdate'];
+export type NewWebhook = Bodies['webhookCreate'];
+export type WebhookEdit = Bodies['webhookUpdate'];
 export interface Paging { limit?: number; offset?: number }
 
 /** What the client asks of `fetch`: the global one fits, and so does any that answers these members. */
@@ -310,6 +312,48 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** What a webhook delivery's body holds: the event's type, its time (RFC 3339) and the event itself. */
+export interface WebhookPayload { type: string; timestamp: string; data: Event }
+
+/** A delivery that does not verify: unsigned, signed under another secret, or too old or new. */
+export class WebhookVerificationError extends Error {
+  override readonly name = 'WebhookVerificationError';
+}
+
+const base64Bytes = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+
+/**
+ * Verifies a webhook delivery as Standard Webhooks says, with WebCrypto only (Node or a browser):
+ * an HMAC-SHA256 of `id.timestamp.body` under the secret's bytes among the `v1,` signatures, and
+ * a timestamp within `toleranceS` of now. `body` is the raw text received. Returns the payload.
+ */
+export async function verifyWebhook(secret: string, headers: Record<string, string | string[] | undefined>, body: string, toleranceS = 300): Promise<WebhookPayload> {
+  const header = (name: string) => {
+    const found = Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
+    return Array.isArray(found) ? found[0] : found;
+  };
+  const id = header('webhook-id');
+  const timestamp = header('webhook-timestamp');
+  const signatures = header('webhook-signature');
+  if (!id || !timestamp || !signatures || !/^\d+$/.test(timestamp)) throw new WebhookVerificationError('Missing or malformed webhook headers.');
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > toleranceS) throw new WebhookVerificationError('The webhook timestamp is outside the tolerance.');
+  const key = await crypto.subtle.importKey('raw', base64Bytes(secret.replace(/^whsec_/, '')), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+  const signed = new TextEncoder().encode(`${id}.${timestamp}.${body}`);
+  for (const entry of signatures.split(' ')) {
+    const [version, signature] = entry.split(',');
+    if (version !== 'v1' || !signature) continue;
+    let bytes: ReturnType<typeof base64Bytes>;
+    try {
+      bytes = base64Bytes(signature);
+    } catch {
+      continue;
+    }
+    // WebCrypto's verify compares in constant time.
+    if (await crypto.subtle.verify('HMAC', key, bytes, signed)) return JSON.parse(body) as WebhookPayload;
+  }
+  throw new WebhookVerificationError('No signature matches.');
+}
+
 export type Checkpoint = Responses['eventCheckpoint'];
 
 /**
@@ -348,6 +392,19 @@ export class Client {
     get: (appId: string, options?: ReadOptions) => this.call('appGet', { ...options, params: { app_id: appId } }),
     update: (appId: string, edit: AppEdit, options?: WriteOptions) => this.call('appUpdate', { ...options, params: { app_id: appId }, body: edit }),
     delete: (appId: string, options?: WriteOptions) => this.call('appDelete', { ...options, params: { app_id: appId } }),
+  };
+
+  readonly webhooks = {
+    create: (endpoint: NewWebhook, options?: WriteOptions) => this.call('webhookCreate', { ...options, body: endpoint }),
+    list: (paging: Paging = {}, options?: ReadOptions) => this.call('webhookList', { ...options, query: { ...paging } }),
+    get: (id: string, options?: ReadOptions) => this.call('webhookGet', { ...options, params: { webhook_id: id } }),
+    update: (id: string, edit: WebhookEdit, options?: WriteOptions) => this.call('webhookUpdate', { ...options, params: { webhook_id: id }, body: edit }),
+    delete: (id: string, options?: WriteOptions) => this.call('webhookDelete', { ...options, params: { webhook_id: id } }),
+    rotateSecret: (id: string, options?: WriteOptions) => this.call('webhookRotate', { ...options, params: { webhook_id: id } }),
+    deliveries: (id: string, paging: Paging = {}, options?: ReadOptions) =>
+      this.call('webhookDeliveries', { ...options, params: { webhook_id: id }, query: { ...paging } }),
+    /** Sends again every event after sequence `after` that the endpoint's types match. */
+    replay: (id: string, after: number, options?: WriteOptions) => this.call('webhookReplay', { ...options, params: { webhook_id: id }, body: { after } }),
   };
 
   readonly events = {

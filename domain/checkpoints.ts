@@ -1,10 +1,9 @@
 // Signed checkpoints of each project's chain head: an Ed25519 signature by a key the database does
 // not hold, so a checkpoint kept outside proves the events up to it were not rewritten since.
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import type pg from 'pg';
 import type { Config } from '../lib/config.ts';
+import { readOrMakeOnce } from '../lib/made-once.ts';
 import { queryFile, type Database } from '../lib/pool.ts';
 import { StartupError } from '../lib/startup-error.ts';
 import { errors } from './errors.ts';
@@ -60,24 +59,8 @@ function rawPublicKey(key: KeyObject): Buffer {
  * processes starting together on one host keep the same key.
  */
 export function loadSigner(config: Config): Signer {
-  let pem = config.auditSigningKey;
-  if (pem === undefined) {
-    const file = path.join(config.dataDir, KEY_FILE);
-    try {
-      pem = readFileSync(file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      const made = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
-      mkdirSync(config.dataDir, { recursive: true });
-      try {
-        writeFileSync(file, made, { flag: 'wx', mode: 0o600 });
-        pem = made;
-      } catch (raced) {
-        if ((raced as NodeJS.ErrnoException).code !== 'EEXIST') throw raced;
-        pem = readFileSync(file, 'utf8');
-      }
-    }
-  }
+  const pem = config.auditSigningKey
+    ?? readOrMakeOnce(config.dataDir, KEY_FILE, () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string);
   let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey({ key: pem, format: 'pem' });

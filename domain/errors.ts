@@ -4,6 +4,7 @@ import { CONNECTION_EXCEPTION_CLASS, SQLSTATE } from '../lib/sqlstate.ts';
 export const TITLES: Readonly<Record<number, string>> = {
   200: 'OK',
   201: 'Created',
+  202: 'Accepted',
   301: 'Moved Permanently',
   400: 'Bad Request',
   401: 'Unauthorized',
@@ -128,6 +129,17 @@ export const errors = {
   nothingToUpdate: fail(422, 'Nothing to update. Provide name, description and/or type.'),
   appNameEmpty: fail(422, 'name must not be empty.'),
   appDescriptionEmpty: fail(422, 'description must not be empty.'),
+
+  webhookNotFound: fail(404, 'Webhook endpoint not found.'),
+  webhookUrlRequired: fail(422, 'url is required.'),
+  webhookUrlHttps: fail(422, 'url must be an https URL.'),
+  webhookUrlPrivate: fail(422, 'url must not point at a private or loopback address.'),
+  webhookTypesNotArray: fail(422, 'types must be an array of event type names.'),
+  webhookDescriptionType: fail(422, 'description must be a string.'),
+  webhookDescriptionLength: fail(422, 'description must be at most 200 characters.'),
+  webhookStatus: fail(422, "status must be 'enabled' or 'disabled'."),
+  webhookNothingToUpdate: fail(422, 'Nothing to update. Provide url, description, types and/or status.'),
+  webhookReplayDisabled: fail(422, 'The webhook endpoint is disabled.'),
 } as const;
 
 // SQLSTATE classes and codes meaning "the database is not there right now", not "the query is wrong".

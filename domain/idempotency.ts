@@ -1,26 +1,19 @@
 // Idempotent retries: the first answer to a request sent with an Idempotency-Key is kept, sealed,
 // in the same transaction as its change, so a retry gets that answer and never a second change.
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type pg from 'pg';
-import type { Config } from '../lib/config.ts';
 import { requestJob } from '../lib/jobs.ts';
 import { openTransaction, queryFile, type Database } from '../lib/pool.ts';
-import { StartupError } from '../lib/startup-error.ts';
 import { ApiError, errors } from './errors.ts';
 import { DRAIN_QUEUE } from './jobs.ts';
 import { KeyRefusal } from './key-check.ts';
+import { seal, sealingKeyOf, unseal } from './sealing.ts';
 import { responseJson, type DomainRequest, type DomainResult, type Idempotency } from './requests.ts';
 import type { Services } from './services.ts';
 
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH', 'DELETE']);
 const VISIBLE_ASCII = /^[\x21-\x7e]{1,255}$/;
-const SEALING_KEY_BYTES = 32;
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
-const KEY_FILE = 'sealing-key';
 
 /** The header's value checked; a request without it is undefined, one with a bad value 400. */
 export function idempotencyOf(header: string | string[] | undefined, method: string, pathAndQuery: string, body: unknown): Idempotency | undefined {
@@ -28,51 +21,6 @@ export function idempotencyOf(header: string | string[] | undefined, method: str
   if (typeof header !== 'string' || !VISIBLE_ASCII.test(header)) throw errors.idempotencyKeyInvalid();
   const fingerprint = createHash('sha256').update(`${method}\n${pathAndQuery}\n${canonicalize(body) ?? 'null'}`, 'utf8').digest('hex');
   return { key: header, fingerprint };
-}
-
-const sealingKeys = new WeakMap<Config, Buffer>();
-
-/** SEALING_KEY (base64 of 32 bytes), else one made once under DATA_DIR; every web process of a deployment needs the same. */
-export function sealingKeyOf(config: Config): Buffer {
-  let key = sealingKeys.get(config);
-  if (key) return key;
-  let encoded = config.sealingKey;
-  if (encoded === undefined) {
-    const file = path.join(config.dataDir, KEY_FILE);
-    try {
-      encoded = readFileSync(file, 'utf8').trim();
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      const made = randomBytes(SEALING_KEY_BYTES).toString('base64');
-      mkdirSync(config.dataDir, { recursive: true });
-      try {
-        writeFileSync(file, `${made}\n`, { flag: 'wx', mode: 0o600 });
-        encoded = made;
-      } catch (raced) {
-        if ((raced as NodeJS.ErrnoException).code !== 'EEXIST') throw raced;
-        encoded = readFileSync(file, 'utf8').trim();
-      }
-    }
-  }
-  key = Buffer.from(encoded, 'base64');
-  if (key.length !== SEALING_KEY_BYTES || key.toString('base64') !== encoded.replace(/\s/g, '')) {
-    throw new StartupError('SEALING_KEY must be the base64 of 32 bytes.');
-  }
-  sealingKeys.set(config, key);
-  return key;
-}
-
-function seal(key: Buffer, text: string): Buffer {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const sealed = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), sealed]);
-}
-
-function unseal(key: Buffer, sealed: Buffer): string {
-  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
-  decipher.setAuthTag(sealed.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-  return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
 }
 
 export type IdempotentResult = DomainResult & { replayed?: true };
@@ -96,6 +44,7 @@ export async function answerIdempotently(
   const { idempotency } = request;
   const sealingKey = sealingKeyOf(services.config);
   const keyId = request.caller.id;
+  // Also what a kept answer is sealed to: moved to another key's row, it does not open.
   const lockName = `${keyId}\n${idempotency.key}`;
   const client = await services.pool.connect();
   let broken: Error | undefined;
@@ -103,13 +52,13 @@ export async function answerIdempotently(
     const [{ locked }] = await queryFile<{ locked: boolean }>(client, 'idempotent_lock', [lockName]) as [{ locked: boolean }];
     if (!locked) throw errors.idempotencyInProgress();
     try {
-      const [found] = await queryFile<{ fingerprint: string; status: number; sealed_response: Buffer }>(client, 'idempotent_find', [keyId, idempotency.key]);
+      const [found] = await queryFile<{ fingerprint: string; status: number; sealed_response: string }>(client, 'idempotent_find', [keyId, idempotency.key]);
       if (found) {
         if (found.fingerprint !== idempotency.fingerprint) throw errors.idempotencyMismatch();
-        return { status: found.status, response: undefined, json: unseal(sealingKey, found.sealed_response), replayed: true };
+        return { status: found.status, response: undefined, json: unseal(sealingKey, found.sealed_response, lockName), replayed: true };
       }
       const keep = (db: pg.PoolClient, result: DomainResult) => queryFile(db, 'idempotent_keep', [
-        keyId, idempotency.key, idempotency.fingerprint, result.status, seal(sealingKey, responseJson(result) ?? 'null'),
+        keyId, idempotency.key, idempotency.fingerprint, result.status, seal(sealingKey, responseJson(result) ?? 'null', lockName),
       ]);
       await client.query('BEGIN');
       let result: DomainResult;

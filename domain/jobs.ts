@@ -8,12 +8,13 @@ export const EVENT_TYPES = [
   'key.created', 'key.revoked', 'key.expired', 'key.rolled',
   'app.created', 'app.updated', 'app.published', 'app.unpublished', 'app.activated', 'app.logo_changed', 'app.deleted',
   'project.created', 'project.disabled', 'consumer.disabled', 'plan.changed',
+  'webhook.created', 'webhook.updated', 'webhook.deleted', 'webhook.disabled', 'webhook.secret_rotated',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
 
-export type RelatedTable = 'key' | 'app' | 'file' | 'membership' | 'project' | 'consumer';
+export type RelatedTable = 'key' | 'app' | 'file' | 'membership' | 'project' | 'consumer' | 'webhook';
 
 export interface AuditJob {
   id: string;
@@ -56,6 +57,8 @@ export interface JobPayloads {
   /** Carries nothing: the heads to sign are read when it runs. */
   'audit.checkpoint': object;
   'idempotency.purge': object;
+  /** Carries nothing: the deliveries wait in webhook_deliveries. */
+  'webhook.deliver': object;
 }
 
 export type QueueName = keyof JobPayloads;

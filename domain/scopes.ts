@@ -1,6 +1,6 @@
 // The one scope rule, used both by the gateway's per-route check and by key creation.
 
-export const SCOPE_RESOURCES = ['key', 'app', 'event', 'run', 'file', 'team', 'feedback', 'catalog', 'usage', 'reasoning'] as const;
+export const SCOPE_RESOURCES = ['key', 'app', 'event', 'webhook', 'run', 'file', 'team', 'feedback', 'catalog', 'usage', 'reasoning'] as const;
 const SCOPE_ACTIONS = ['read', 'write', '*'] as const;
 
 /** Every scope a key may hold: `*`, or `<resource>:<action>`. */

@@ -235,6 +235,7 @@ export function openApiDocument(): Record<string, unknown> {
       { name: 'key', description: "The project's API keys." },
       { name: 'app', description: 'Model-backed apps.' },
       { name: 'event', description: 'The audit trail.' },
+      { name: 'webhook', description: 'Webhook endpoints: the audit trail pushed to a URL (docs/webhooks.md).' },
       ...['run', 'file', 'team', 'feedback', 'catalog', 'run-usage'].map((name) => ({ name, description: 'Reserved: 501 once authenticated.' })),
       { name: 'operations', description: 'Health and this document; no key needed.' },
     ],

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import restify from 'restify';
 import { errors } from '../domain/errors.ts';
-import { sealingKeyOf } from '../domain/idempotency.ts';
+import { sealingKeyOf } from '../domain/sealing.ts';
 import type { Config } from '../lib/config.ts';
 import { openLanedDatabase } from '../lib/lanes.ts';
 import type { Logger } from '../lib/log.ts';

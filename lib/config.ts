@@ -71,10 +71,19 @@ export interface Config {
   dbStatementTimeoutMs: number;
   /** The audit checkpoints' Ed25519 key (PKCS#8 PEM); absent: one made once under dataDir. */
   auditSigningKey: string | undefined;
-  /** AES-256-GCM key (base64 of 32 bytes) sealing kept idempotent answers; absent: one made once under dataDir. */
-  sealingKey: string | undefined;
   /** The least time between two checkpoints of one project. */
   checkpointIntervalS: number;
+  /** AES-256-GCM key (base64 of 32 bytes) sealing stored secrets and kept answers; absent: one made once under dataDir. */
+  sealingKey: string | undefined;
+  /** Webhook URLs may name loopback and private addresses (tests on one machine). */
+  webhookAllowPrivate: boolean;
+  /** Seconds before each retry of a failed delivery; past the last, the delivery is given up. */
+  webhookRetryScheduleS: readonly number[];
+  /** A delivery attempt's whole bound: resolving, connecting, the answer's head and its first 64 kB. */
+  webhookTimeoutMs: number;
+  /** Delivery attempts one worker process has in flight at once, in all and at one endpoint. */
+  webhookMaxInFlight: number;
+  webhookMaxInFlightPerEndpoint: number;
 }
 
 /** The largest delay a Node timer takes (2^31 - 1 ms), and PostgreSQL's largest timeout. */
@@ -92,6 +101,27 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
 
 function optionalPort(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return env[name] === undefined || env[name] === '' ? undefined : int(env, name, 0, 0, MAX_PORT);
+}
+
+/** The retry schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h. */
+const WEBHOOK_RETRY_SCHEDULE_S = [5, 300, 1800, 7200, 18_000, 36_000, 50_400, 72_000, 86_400];
+
+/** Comma-separated whole seconds, at least one, each at most a week. */
+function seconds(env: NodeJS.ProcessEnv, name: string, fallback: readonly number[]): readonly number[] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const values = raw.split(',').map((part) => part.trim());
+  if (!values.every((value) => /^\d+$/.test(value) && Number(value) <= 604_800)) {
+    throw new StartupError(`${name} must be whole seconds separated by commas, such as 5,300,1800, got ${JSON.stringify(raw)}.`);
+  }
+  return Object.freeze(values.map(Number));
+}
+
+/** SEALING_KEY: the base64 of exactly 32 bytes; the message does not echo it. */
+function sealingKey(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!/^[A-Za-z0-9+/]{43}=$/.test(raw.trim())) throw new StartupError('SEALING_KEY must be the base64 of 32 random bytes, such as `openssl rand -base64 32` prints.');
+  return raw.trim();
 }
 
 function bool(env: NodeJS.ProcessEnv, name: string): boolean {
@@ -210,8 +240,15 @@ export function readConfig(env = process.env): Config {
     // Under the silence after which proxies drop a connection; twice it must fit a timer.
     eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 1, Math.floor(MAX_MS / 2)),
     auditSigningKey: env.AUDIT_SIGNING_KEY || undefined,
-    sealingKey: env.SEALING_KEY || undefined,
     checkpointIntervalS: int(env, 'CHECKPOINT_INTERVAL_S', 60, 1, 86_400),
+    sealingKey: sealingKey(env.SEALING_KEY),
+    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE'),
+    webhookRetryScheduleS: seconds(env, 'WEBHOOK_RETRY_SCHEDULE_S', WEBHOOK_RETRY_SCHEDULE_S),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 1, 600_000),
+    // Each holds a socket and an answer of at most 64 kB: memory stays flat whatever the backlog.
+    webhookMaxInFlight: int(env, 'WEBHOOK_MAX_IN_FLIGHT', 128, 1, 10_000),
+    // A slow endpoint holds this many of the process's places at most, the rest serve the others.
+    webhookMaxInFlightPerEndpoint: int(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 8, 1, 1000),
     logLevel: logLevel(env.LOG_LEVEL),
     logFile: logFile(env.LOG_FILE),
     // One thread beside the main thread keeps two cores busy.

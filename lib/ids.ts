@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 export type IdPrefix =
-  | 'papi' | 'cons' | 'proj' | 'mapp' | 'madi' | 'miid' | 'modi' | 'mlyi' | 'file' | 'run' | 'evnt' | 'evty';
+  | 'papi' | 'cons' | 'proj' | 'mapp' | 'madi' | 'miid' | 'modi' | 'mlyi' | 'file' | 'run' | 'evnt' | 'evty' | 'whep' | 'whda';
 
 const HEX_CHARS = 20;
 

@@ -8,7 +8,7 @@
 // On a PostgreSQL of one's own (DATABASE_URL) the databases and roles the run made are dropped
 // at the end the same way, however it ended (test/support/postgres.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -121,6 +121,14 @@ async function runTests(runTmp: string): Promise<number> {
     const tls = await selfSigned();
     writeFileSync(path.join(ownDir, 'cert.pem'), tls.cert);
     writeFileSync(path.join(ownDir, 'key.pem'), tls.key);
+    // The tests' webhook receivers serve a certificate of their own, trusted as an operator trusts a
+    // private CA: through NODE_EXTRA_CA_CERTS, which Node reads once at start. The service's own
+    // test certificate stays untrusted unless a client names it.
+    const receiverTls = await selfSigned();
+    writeFileSync(path.join(ownDir, 'receiver-cert.pem'), receiverTls.cert);
+    writeFileSync(path.join(ownDir, 'receiver-key.pem'), receiverTls.key);
+    const extraCas = process.env.NODE_EXTRA_CA_CERTS ? `${readFileSync(process.env.NODE_EXTRA_CA_CERTS, 'utf8')}\n` : '';
+    writeFileSync(path.join(ownDir, 'extra-cas.pem'), `${extraCas}${receiverTls.cert}`);
 
     const faults = process.argv.includes('--faults');
     const files = process.argv.slice(2).filter((arg) => arg !== '--faults');
@@ -142,6 +150,9 @@ async function runTests(runTmp: string): Promise<number> {
         [PREFIX_VARIABLE]: prefix,
         TEST_TLS_CERT_FILE: path.join(ownDir, 'cert.pem'),
         TEST_TLS_KEY_FILE: path.join(ownDir, 'key.pem'),
+        TEST_RECEIVER_CERT_FILE: path.join(ownDir, 'receiver-cert.pem'),
+        TEST_RECEIVER_KEY_FILE: path.join(ownDir, 'receiver-key.pem'),
+        NODE_EXTRA_CA_CERTS: path.join(ownDir, 'extra-cas.pem'),
         TEST_PG_KIND: postgres.kind,
         TEST_FIGURES_FILE: figuresFile,
       },

@@ -13,6 +13,8 @@ export interface JobQueue<N extends QueueName = QueueName> extends QueueSpec {
   handle(services: Services, jobs: Array<Job<JobPayloads[N]>>, signal: AbortSignal): Promise<void>;
   /** Work done once when the worker starts, before any job: a failure stops the start. */
   prepare?(services: Services): Promise<void>;
+  /** Work of its own the queue ends when the worker stops, before its jobs are let go. */
+  stop?(services: Services): Promise<void>;
   /** For work left in rows (audit_outbox): a job is sent whenever `pending`, so a lost request is found. */
   sweep?: { intervalMs: number; pending(services: Services): Promise<boolean> };
 }

@@ -8,6 +8,7 @@ import { idempotencyPurge } from './idempotency-purge.ts';
 import { keyExpire } from './key-expire.ts';
 import type { JobQueue } from './queue.ts';
 import { runFinished } from './run-finished.ts';
+import { webhookDeliver } from './webhook-deliver.ts';
 
 const BY_NAME: { [N in QueueName]: JobQueue<N> } = {
   'audit.write': auditWrite,
@@ -17,6 +18,7 @@ const BY_NAME: { [N in QueueName]: JobQueue<N> } = {
   'app.totals': appTotals,
   'audit.checkpoint': auditCheckpoint,
   'idempotency.purge': idempotencyPurge,
+  'webhook.deliver': webhookDeliver,
 };
 
 export const JOB_QUEUES: readonly JobQueue[] = Object.values(BY_NAME);

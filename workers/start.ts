@@ -56,6 +56,7 @@ export async function startJobWorkers(config: Config, log: Logger, databaseUrl: 
       stopping.abort();
       await metricsListener?.stop();
       for (const sweep of sweeps) clearInterval(sweep);
+      for (const queue of JOB_QUEUES) await queue.stop?.(services);
       // Graceful: jobs in hand finish (or go back to the queue) before the pool closes.
       await boss.stop({ graceful: true, timeout: STOP_GRACE_MS });
       await pool.end();

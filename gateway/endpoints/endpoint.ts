@@ -36,7 +36,7 @@ interface Declaration {
 /** Runs in a pool thread, over the database. */
 export interface PoolEndpoint<Response = unknown> extends Declaration {
   runs: 'pool';
-  success: { status: 200 | 201; schema: JsonSchema };
+  success: { status: 200 | 201 | 202; schema: JsonSchema };
   handler: (services: Services, req: DomainRequest) => Promise<DomainResult<Response>>;
 }
 

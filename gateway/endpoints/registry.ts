@@ -17,11 +17,20 @@ import { keyList } from './key-list.ts';
 import { keyRevoke } from './key-revoke.ts';
 import { keyRoll } from './key-roll.ts';
 import { RESERVED } from './reserved.ts';
+import { webhookCreate } from './webhook-create.ts';
+import { webhookDeliveries } from './webhook-deliveries.ts';
+import { webhookDelete } from './webhook-delete.ts';
+import { webhookGet } from './webhook-get.ts';
+import { webhookList } from './webhook-list.ts';
+import { webhookReplay } from './webhook-replay.ts';
+import { webhookRotate } from './webhook-rotate.ts';
+import { webhookUpdate } from './webhook-update.ts';
 
 export const ENDPOINTS = {
   keyList, keyCurrent, keyGet, keyCreate, keyRevoke, keyRoll,
   appCreate, appList, appGet, appUpdate, appDelete,
   eventList, eventStream, eventCheckpoint, eventGet,
+  webhookCreate, webhookList, webhookGet, webhookUpdate, webhookDelete, webhookRotate, webhookDeliveries, webhookReplay,
 } as const;
 
 export type EndpointName = keyof typeof ENDPOINTS;

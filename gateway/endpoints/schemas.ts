@@ -54,6 +54,18 @@ const appMembers = {
   updated_at: unixSeconds,
 };
 
+const webhookMembers = {
+  id: id('whep'),
+  object: { const: 'webhook_endpoint' },
+  url: { type: 'string', description: 'An https URL.' },
+  description: { type: 'string' },
+  types: { type: 'array', items: { enum: [...EVENT_TYPES] }, description: 'The event types sent; empty: every type.' },
+  status: { enum: ['enabled', 'disabled'] },
+  disabled_reason: { enum: [null, 'gone', 'failing', 'manual'], description: 'Why it is disabled: the receiver answered 410, every attempt failed for 5 days, or a PATCH.' },
+  created_at: unixSeconds,
+  updated_at: unixSeconds,
+};
+
 /** The shared schemas, by name, as the document's components.schemas. */
 export const SCHEMAS: Record<string, JsonSchema> = {
   RateLimit: {
@@ -111,7 +123,7 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       id: id('evty'),
       name: { enum: [...EVENT_TYPES] },
     }),
-    related: object({ table: { enum: ['key', 'app', 'file', 'membership', 'project', 'consumer'] }, id: { type: 'string' } }),
+    related: object({ table: { enum: ['key', 'app', 'file', 'membership', 'project', 'consumer', 'webhook'] }, id: { type: 'string' } }),
     origin: { enum: ['api', 'workspace', 'system'] },
     ip_address: { type: 'string' },
     details: { type: ['object', 'array'], description: 'Extra context; an empty array when there is none. Never a secret.' },
@@ -130,6 +142,22 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       pattern: '^[0-9a-f]{64}$',
       description: "Hex SHA-256 of the previous event's hash (64 zeros for sequence 1) followed by this event's RFC 8785 JSON without `hash`.",
     },
+  }),
+  WebhookEndpoint: object(webhookMembers),
+  WebhookEndpointWithSecret: object({
+    ...webhookMembers,
+    secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]{43}=$', description: 'Shown in this answer only: `whsec_` and the base64 of 32 random bytes.' },
+  }),
+  WebhookDelivery: object({
+    id: id('whda'),
+    object: { const: 'webhook_delivery' },
+    event: id('evnt'),
+    sequence: { type: 'integer', minimum: 1 },
+    attempt: { type: 'integer', minimum: 1 },
+    status_code: nullable({ type: 'integer' }),
+    error: nullable({ type: 'string', description: 'Why no answer came: timeout, connection refused, tls, private address, …' }),
+    duration_ms: { type: 'integer', minimum: 0 },
+    created_at: unixSeconds,
   }),
   Checkpoint: object({
     object: { const: 'checkpoint' },

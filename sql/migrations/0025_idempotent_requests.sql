@@ -5,7 +5,7 @@ CREATE TABLE idempotent_requests (
   idempotency_key  text NOT NULL,
   fingerprint      text NOT NULL,
   status           integer NOT NULL,
-  sealed_response  bytea NOT NULL,
+  sealed_response  text NOT NULL,
   created_at       timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (key_id, idempotency_key)
 );

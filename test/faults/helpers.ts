@@ -2,9 +2,13 @@
 // API whose every outcome is written down (a ledger), the check that each committed change has
 // exactly one event and nothing else does, pg-boss job states, and the log leak check.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { ensureDatabase, startEmbedded, type EmbeddedServer } from '../../lib/embedded-server.ts';
+import { createLogger } from '../../lib/log.ts';
+import { freePort } from '../support/ports.ts';
 import { MESSAGES } from '../support/assertions.ts';
 import { SECRET_SHAPED } from '../support/ids.ts';
 import { ConnectionError, type ApiClient, type ProcessGroup } from '../support/processes.ts';
@@ -533,4 +537,63 @@ export function assertLogsClean(group: ProcessGroup, secrets: Secrets): number {
 export function isUnavailable(reply: Reply): boolean {
   const retryAfter = reply.headers['retry-after'];
   return reply.status === 503 && reply.body?.response === MESSAGES.unavailable && typeof retryAfter === 'string' && /^[1-9][0-9]*$/.test(retryAfter);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A PostgreSQL of a fault file's own, to stop and start again under load.
+
+// A throwaway cluster, as test/support/postgres.ts makes it.
+const THROWAWAY_FLAGS = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
+
+/** An embedded PostgreSQL in a temporary directory; it never outlives the test process. */
+export class OwnPostgres {
+  private readonly parent: string;
+  private readonly dir: string;
+  private readonly port: number;
+  private server: EmbeddedServer | undefined;
+
+  private constructor(label: string, port: number) {
+    this.port = port;
+    this.parent = mkdtempSync(path.join(tmpdir(), `pms-${label}-pg-`));
+    this.dir = path.join(this.parent, 'pg');
+    process.on('exit', () => this.killPostmaster());
+  }
+
+  /** Started, with `database` made in it. */
+  static async start(label: string, database: string): Promise<OwnPostgres> {
+    const own = new OwnPostgres(label, await freePort());
+    await own.startAgain();
+    await ensureDatabase(own.server!.url('postgres'), database);
+    return own;
+  }
+
+  url(database: string): string {
+    return this.server!.url(database);
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    await server?.stop();
+  }
+
+  async startAgain(): Promise<void> {
+    this.server = await startEmbedded({
+      dir: this.dir, port: this.port, log: createLogger('info', 'own-postgres', path.join(this.parent, 'postgres.log')),
+      flags: THROWAWAY_FLAGS, persistent: true, settings: { dir: 'TMPDIR', port: null },
+    });
+  }
+
+  /** Stopped and its files removed. */
+  async remove(): Promise<void> {
+    await this.stop().catch(() => {});
+    if (existsSync(this.parent)) rmSync(this.parent, { recursive: true, force: true });
+  }
+
+  private killPostmaster(): void {
+    try {
+      const pid = Number(readFileSync(path.join(this.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      if (pid > 0) process.kill(pid, 'SIGQUIT');
+    } catch { /* not running */ }
+  }
 }

@@ -3,22 +3,16 @@
 // serve and jobs resume. Stream followers reconnecting by Last-Event-ID end up holding each
 // project's events 1..N exactly once, in order.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ensureDatabase, startEmbedded, type EmbeddedServer } from '../../lib/embedded-server.ts';
 import { WORST_RECOVERY_SECONDS } from '../../lib/jobs.ts';
-import { createLogger } from '../../lib/log.ts';
 import { assertSuccess } from '../support/assertions.ts';
 import { recordFigure } from '../support/figures.ts';
-import { freePort } from '../support/ports.ts';
 import { ConnectionError, ProcessGroup, staleRetries, tail, type ApiClient, type ServiceProcess } from '../support/processes.ts';
 import { Secrets } from '../support/secrets.ts';
 import type { Reply, TestProject } from '../support/service.ts';
 import { sleep, waitFor } from '../support/wait.ts';
 import {
-  Actor, Ledger, assertLogsClean, assertNoProblems, checkEvents, describePending, fastForwardExpiry, isUnavailable, openDb,
+  Actor, Ledger, OwnPostgres, assertLogsClean, assertNoProblems, checkEvents, describePending, fastForwardExpiry, isUnavailable, openDb,
   settleUnknown, waitJobsDrained, type Answer, type Change,
 } from './helpers.ts';
 import { StreamFollower, checkFollowers, followerFigures } from './stream-client.ts';
@@ -43,13 +37,8 @@ const EVENT_AFTER_RECOVERY_BOUND_MS = 15_000;
  * claim or settle was lost with the connection waits for pg-boss's expiry: lib/jobs.ts's worst case.
  */
 const DRAIN_BOUND_MS = WORST_RECOVERY_SECONDS * 1000 + 10_000;
-// A throwaway cluster, as test/support/postgres.ts makes it.
-const THROWAWAY_FLAGS = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
 
-let parent: string;
-let pgDir: string;
-let pgPort: number;
-let server: EmbeddedServer | undefined;
+let postgres: OwnPostgres;
 let group: ProcessGroup;
 let db: pg.Pool;
 let web: ServiceProcess;
@@ -61,30 +50,10 @@ const projects: TestProject[] = [];
 let followers: StreamFollower[] = [];
 const ledger = new Ledger();
 const secrets = new Secrets();
-const pgLog = () => createLogger('info', 'outage-postgres', path.join(parent, 'postgres.log'));
-
-/** If this process dies without its after hook, its PostgreSQL must not outlive it. */
-function killPostmaster(): void {
-  try {
-    const pid = Number(readFileSync(path.join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    if (pid > 0) process.kill(pid, 'SIGQUIT');
-  } catch { /* not running */ }
-}
-
-async function startPostgres(): Promise<EmbeddedServer> {
-  return startEmbedded({
-    dir: pgDir, port: pgPort, log: pgLog(), flags: THROWAWAY_FLAGS, persistent: true, settings: { dir: 'TMPDIR', port: null },
-  });
-}
 
 before(async () => {
-  parent = mkdtempSync(path.join(tmpdir(), 'pms-outage-pg-'));
-  pgDir = path.join(parent, 'pg');
-  pgPort = await freePort();
-  process.on('exit', killPostmaster);
-  server = await startPostgres();
-  await ensureDatabase(server.url('postgres'), DATABASE);
-  const url = server.url(DATABASE);
+  postgres = await OwnPostgres.start('outage', DATABASE);
+  const url = postgres.url(DATABASE);
   group = new ProcessGroup(url, 'outage');
   db = openDb(url);
   await group.release();
@@ -112,8 +81,7 @@ after(async () => {
   await Promise.all(followers.map((f) => f.stop()));
   await group?.stopAll();
   await db?.end();
-  await server?.stop().catch(() => {});
-  if (parent && existsSync(parent)) rmSync(parent, { recursive: true, force: true });
+  await postgres?.remove();
 });
 
 interface Timeline {
@@ -196,12 +164,11 @@ test(`PostgreSQL stops and starts again under load, ${CYCLES} times: the run`, a
     await sleep(WARM_MS);
     for (let i = 0; i < CYCLES; i++) {
       const stopAt = Date.now();
-      await server!.stop();
-      server = undefined;
+      await postgres.stop();
       const downAt = Date.now();
       await sleep(OUTAGE_MS);
       const startAt = Date.now();
-      server = await startPostgres();
+      await postgres.startAgain();
       const upAt = Date.now();
       const [readOkAt, writeOkAt] = await Promise.all([
         firstSuccess(() => client.request('GET', '/v1/key/current', { key: project.key }), 200, 'a read to succeed again'),

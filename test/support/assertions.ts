@@ -7,6 +7,7 @@ import type { Reply } from './service.ts';
 export const TITLES: Readonly<Record<number, string>> = {
   200: 'OK',
   201: 'Created',
+  202: 'Accepted',
   301: 'Moved Permanently',
   400: 'Bad Request',
   401: 'Unauthorized',

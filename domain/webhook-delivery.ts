@@ -1,0 +1,390 @@
+// The worker's side of webhooks: events turned into deliveries owed (fan-out), deliveries claimed
+// under a lease, attempted concurrently within bounds, and their results recorded in batches.
+// What is owed lives in PostgreSQL; a process holds only what it has claimed.
+import https from 'node:https';
+import pg from 'pg';
+import { newId } from '../lib/ids.ts';
+import { createPool, queryFile, withTransaction } from '../lib/pool.ts';
+import { errorFields } from '../lib/log.ts';
+import { SYSTEM_ACTOR } from './actor.ts';
+import { recordEvent, EVENTS_CHANNEL } from './audit.ts';
+import { sealingKeyOf, unseal } from './sealing.ts';
+import { change, type Services } from './services.ts';
+import { attemptDelivery, deliveryBody, type AttemptResult } from './webhook-attempt.ts';
+
+/** Events one endpoint's fan-out looks at per statement. */
+const FANOUT_BATCH = 1000;
+/**
+ * An attempt is bounded well inside its lease, so two workers never hold one delivery at once;
+ * what a killed worker held waits this long. At least twice the attempt's bound and a margin.
+ */
+const LEASE_MIN_SECONDS = 30;
+/**
+ * Claimed per endpoint, over all workers, as a multiple of the attempts one worker runs at once
+ * there: the next attempt starts as one ends, not a claim's round trips later.
+ */
+const CLAIM_DEPTH = 4;
+/** A claimed delivery not begun this long before its lease would end is handed back instead. */
+const LEASE_MARGIN_MS = 5000;
+
+/** The lease: at least LEASE_MIN_SECONDS, and twice the attempt's bound and the margin. */
+const leaseSeconds = (timeoutMs: number) => Math.max(LEASE_MIN_SECONDS, Math.ceil((2 * timeoutMs + LEASE_MARGIN_MS) / 1000));
+/** Retry-After is honoured up to a day, the default schedule's longest wait: no receiver parks a delivery. */
+const RETRY_AFTER_MAX_S = 86_400;
+/** Every attempt failing this long disables the endpoint (`failing`). */
+export const FAILING_DISABLES_AFTER_S = 5 * 86_400;
+/** The least time between two passes: a stream of completions shares one claim. */
+const PASS_GAP_MS = 5;
+const RECORD_RETRY_MS = 500;
+const LISTEN_RETRY_MS = 1000;
+/** Endpoints whose connections are kept; the least recently used is closed past it. */
+const AGENTS_KEPT = 1000;
+/** The worker's listener to the writer's notices, by name (a web process's own is unnamed). */
+export const WEBHOOK_LISTENER = 'pms-webhooks';
+/** How long a stopping worker lets its attempts finish before it hands them back. */
+const STOP_GRACE_MS = 3000;
+
+interface ClaimRow {
+  endpoint_id: string;
+  event_id: string;
+  sequence: number;
+  attempts: number;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  body: string;
+  type: string;
+  created_at: number;
+}
+
+interface Finished {
+  claim: ClaimRow;
+  result: AttemptResult;
+  beganMs: number;
+}
+
+/** Seconds until the next attempt after a failed `attempt`, or null when it was the last. */
+export function retryDelay(schedule: readonly number[], attempt: number, retryAfterS: number | null): number | null {
+  const step = schedule[attempt - 1];
+  if (step === undefined) return null;
+  return Math.max(step, Math.min(retryAfterS ?? 0, RETRY_AFTER_MAX_S));
+}
+
+const succeeded = (result: AttemptResult) => result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+
+export class WebhookDispatcher {
+  private readonly services: Services;
+  private readonly pool: pg.Pool;
+  private readonly agents = new Map<string, https.Agent>();
+  private listener: pg.Client | undefined;
+  private stopped = false;
+  /** Deliveries this worker holds: claimed, waiting or in flight, or finished and not yet recorded. */
+  private held = 0;
+  /** Claimed deliveries waiting for a place among their endpoint's attempts, by endpoint. */
+  private readonly waiting = new Map<string, Array<{ claim: ClaimRow; claimedAt: number }>>();
+  /** Attempts running, by endpoint, and in all. */
+  private readonly running = new Map<string, number>();
+  private runningAll = 0;
+  /** Attempts in flight, to cancel if the worker stops before they end. */
+  private readonly attempts = new Map<string, AbortController>();
+  private handingBack: Promise<void> | undefined;
+  private readonly finished: Finished[] = [];
+  /** Claims given back undone (too near their lease's end, or the worker stopping), to release. */
+  private readonly abandoned: ClaimRow[] = [];
+  private recording: Promise<void> | undefined;
+  private passing: Promise<void> | undefined;
+  private again = false;
+  /** Projects whose events moved since the last fan-out; null: look at every project. */
+  private moved: Set<string> | null = new Set();
+  private lastPassAt = 0;
+  private drained: (() => void) | undefined;
+
+  constructor(services: Services) {
+    const connectionString = services.pool.options.connectionString!;
+    this.pool = createPool(services.config, services.log, connectionString, 4);
+    this.services = { ...services, pool: this.pool, db: this.pool };
+  }
+
+  start(): void {
+    this.listen();
+  }
+
+  /** A pass soon: fan-out of the projects named (every project when none is), then claims. */
+  kick(projects?: string[]): void {
+    if (this.stopped) return;
+    if (projects === undefined) this.moved = null;
+    else if (this.moved) for (const project of projects) this.moved.add(project);
+    if (this.passing) {
+      this.again = true;
+      return;
+    }
+    this.passing = this.passes().finally(() => {
+      this.passing = undefined;
+      // A kick that came as the last pass ended.
+      if (this.again) this.kick([]);
+    });
+    this.passing.catch((err: unknown) => this.services.log.warn({ err: errorFields(err) }, 'webhook pass failed'));
+  }
+
+  private async passes(): Promise<void> {
+    do {
+      this.again = false;
+      const wait = this.lastPassAt + PASS_GAP_MS - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      this.lastPassAt = Date.now();
+      const moved = this.moved;
+      this.moved = new Set();
+      try {
+        if (moved === null || moved.size > 0) await this.fanOut(moved === null ? null : [...moved]);
+      } catch (err) {
+        this.moved = null;
+        throw err;
+      }
+      await this.claim();
+    } while (this.again && !this.stopped);
+  }
+
+  private async fanOut(projects: string[] | null): Promise<void> {
+    for (const query of ['webhook_fanout', 'webhook_fanout_replay']) {
+      for (;;) {
+        const [row] = await queryFile<{ queued: number; more: boolean }>(this.pool, query, [projects, FANOUT_BATCH]);
+        if (!row?.more || this.stopped) break;
+      }
+    }
+  }
+
+  private async claim(): Promise<void> {
+    const free = this.services.config.webhookMaxInFlight * CLAIM_DEPTH - this.held;
+    if (free <= 0 || this.stopped) return;
+    const rows = await withTransaction(this.pool, async (client) => {
+      await queryFile(client, 'webhook_claim_lock');
+      return queryFile<ClaimRow>(client, 'webhook_claim', [
+        free, this.services.config.webhookMaxInFlightPerEndpoint * CLAIM_DEPTH, leaseSeconds(this.services.config.webhookTimeoutMs),
+      ]);
+    });
+    const claimedAt = Date.now();
+    this.held += rows.length;
+    for (const claim of rows) {
+      let queue = this.waiting.get(claim.endpoint_id);
+      if (!queue) this.waiting.set(claim.endpoint_id, queue = []);
+      queue.push({ claim, claimedAt });
+    }
+    this.pumpAll();
+  }
+
+  /**
+   * Starts the endpoint's waiting deliveries while it runs fewer attempts than its bound and the
+   * process fewer than its own; a waiting endpoint then goes to the back of the line.
+   */
+  private pump(endpoint: string): void {
+    const queue = this.waiting.get(endpoint);
+    if (!queue) return;
+    const { webhookMaxInFlightPerEndpoint: bound, webhookMaxInFlight: processBound, webhookTimeoutMs } = this.services.config;
+    const latestStart = leaseSeconds(webhookTimeoutMs) * 1000 - webhookTimeoutMs - LEASE_MARGIN_MS;
+    while (queue.length > 0 && (this.stopped || ((this.running.get(endpoint) ?? 0) < bound && this.runningAll < processBound))) {
+      const { claim, claimedAt } = queue.shift()!;
+      if (this.stopped || Date.now() - claimedAt > latestStart) this.handBack(claim);
+      else this.launch(claim);
+    }
+    this.waiting.delete(endpoint);
+    if (queue.length > 0) this.waiting.set(endpoint, queue);
+  }
+
+  /** A place freed in the process: the endpoints waiting longest first. */
+  private pumpAll(): void {
+    for (const endpoint of [...this.waiting.keys()]) {
+      if (!this.stopped && this.runningAll >= this.services.config.webhookMaxInFlight) return;
+      this.pump(endpoint);
+    }
+  }
+
+  private launch(claim: ClaimRow): void {
+    const endpoint = claim.endpoint_id;
+    this.running.set(endpoint, (this.running.get(endpoint) ?? 0) + 1);
+    this.runningAll++;
+    const key = `${endpoint} ${claim.event_id}`;
+    const cancel = new AbortController();
+    this.attempts.set(key, cancel);
+    const beganMs = Date.now();
+    this.attempt(claim, cancel.signal).then((result) => {
+      this.attempts.delete(key);
+      this.runningAll--;
+      const left = this.running.get(endpoint)! - 1;
+      if (left === 0) this.running.delete(endpoint);
+      else this.running.set(endpoint, left);
+      if (cancel.signal.aborted) this.handBack(claim);
+      else {
+        this.finished.push({ claim, result, beganMs });
+        this.record();
+      }
+      this.pump(endpoint);
+      this.pumpAll();
+    });
+  }
+
+  /** A delivery given back undone (its lease too near its end, or the worker stopping), in batches. */
+  private handBack(claim: ClaimRow): void {
+    this.abandoned.push(claim);
+    this.settled(1);
+    this.handingBack ??= new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.release(this.abandoned.splice(0)))
+      .finally(() => { this.handingBack = undefined; });
+  }
+
+  private attempt(claim: ClaimRow, cancel: AbortSignal): Promise<AttemptResult> {
+    const { config } = this.services;
+    let secret: string;
+    let previousSecret: string | null;
+    try {
+      const key = sealingKeyOf(config);
+      secret = unseal(key, claim.secret, claim.endpoint_id);
+      previousSecret = claim.previous_secret === null ? null : unseal(key, claim.previous_secret, claim.endpoint_id);
+    } catch (err) {
+      // Another SEALING_KEY than the one that sealed it: an operator's fault, not the receiver's.
+      this.services.log.error({ endpoint: claim.endpoint_id, err: errorFields(err) }, 'webhook secret cannot be unsealed: is SEALING_KEY the one it was sealed with?');
+      return Promise.resolve({ statusCode: null, error: 'secret unreadable', durationMs: 0, retryAfterS: null });
+    }
+    return attemptDelivery({
+      url: claim.url, secret, previousSecret, eventId: claim.event_id, body: deliveryBody(claim.type, Number(claim.created_at), claim.body),
+    }, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs, agent: this.agentOf(claim), cancel });
+  }
+
+  /** Kept-alive connections per endpoint; each was opened to an address that was checked. */
+  private agentOf(claim: ClaimRow): https.Agent {
+    const key = `${claim.endpoint_id} ${new URL(claim.url).origin}`;
+    let agent = this.agents.get(key);
+    if (agent) {
+      this.agents.delete(key);
+    } else {
+      const perEndpoint = this.services.config.webhookMaxInFlightPerEndpoint;
+      agent = new https.Agent({ keepAlive: true, maxSockets: perEndpoint, maxFreeSockets: perEndpoint, timeout: this.services.config.webhookTimeoutMs });
+      if (this.agents.size >= AGENTS_KEPT) {
+        const [oldest, old] = this.agents.entries().next().value!;
+        this.agents.delete(oldest);
+        old.destroy();
+      }
+    }
+    this.agents.set(key, agent);
+    return agent;
+  }
+
+  /** Records what has finished, in one transaction per batch; retried while the database is away. */
+  private record(): void {
+    if (this.recording) return;
+    this.recording = (async () => {
+      while (this.finished.length > 0) {
+        const batch = this.finished.splice(0, this.finished.length);
+        for (;;) {
+          try {
+            await this.recordBatch(batch);
+            break;
+          } catch (err) {
+            this.services.log.warn({ err: errorFields(err), attempts: batch.length }, 'webhook attempts not recorded yet; retrying');
+            await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
+          }
+        }
+        this.settled(batch.length);
+        this.kick([]);
+      }
+    })().finally(() => {
+      this.recording = undefined;
+      // An attempt that finished as the loop ended.
+      if (this.finished.length > 0) this.record();
+    });
+  }
+
+  private settled(count: number): void {
+    this.held -= count;
+    if (this.held === 0) this.drained?.();
+  }
+
+  private async recordBatch(batch: Finished[]): Promise<void> {
+    const schedule = this.services.config.webhookRetryScheduleS;
+    const retries = batch.map(({ claim, result }) => (succeeded(result) ? null : retryDelay(schedule, claim.attempts, result.retryAfterS)));
+    const last = new Map<string, boolean>();
+    const gone = new Set<string>();
+    for (const { claim, result } of batch) {
+      last.set(claim.endpoint_id, succeeded(result));
+      if (result.statusCode === 410) gone.add(claim.endpoint_id);
+    }
+    await change(this.services, async (tx) => {
+      await queryFile(tx.client, 'webhook_attempts_record', [
+        batch.map((f) => f.claim.endpoint_id), batch.map((f) => f.claim.event_id), batch.map((f) => f.claim.attempts),
+        batch.map(() => newId('whda')), batch.map((f) => f.claim.sequence), batch.map((f) => f.result.statusCode),
+        batch.map((f) => f.result.error), batch.map((f) => f.result.durationMs), retries, batch.map((f) => f.beganMs),
+      ]);
+      const failing = await queryFile<{ id: string }>(tx.client, 'webhook_failing', [[...last.keys()], [...last.values()], FAILING_DISABLES_AFTER_S]);
+      const disabling = new Map<string, string>([...gone].map((id) => [id, 'gone']));
+      for (const { id } of failing) if (!disabling.has(id)) disabling.set(id, 'failing');
+      for (const [id, reason] of disabling) {
+        const [disabled] = await queryFile<{ id: string; project_id: string; updated_at: number }>(tx.client, 'webhook_disable', [id, reason]);
+        if (!disabled) continue;
+        await recordEvent(tx, SYSTEM_ACTOR, {
+          projectId: disabled.project_id, type: 'webhook.disabled', related: { table: 'webhook', id }, details: { reason }, at: disabled.updated_at,
+        });
+        this.services.log.info({ endpoint: id, reason }, 'webhook endpoint disabled');
+      }
+    });
+  }
+
+  /** Hands deliveries back undone: due again at once, for this or another worker. */
+  private release(claims: ClaimRow[]): Promise<void> {
+    if (claims.length === 0) return Promise.resolve();
+    return queryFile(this.pool, 'webhook_attempts_release', [
+      claims.map((c) => c.endpoint_id), claims.map((c) => c.event_id), claims.map((c) => c.attempts),
+    ]).then(() => undefined, (err: unknown) => {
+      // Their leases run out instead.
+      this.services.log.warn({ err: errorFields(err) }, 'webhook deliveries not handed back');
+    });
+  }
+
+  /** The writer's notice of each batch of events (`<project>:<last sequence>`) starts a pass at once. */
+  private listen(): void {
+    if (this.stopped) return;
+    const client = new pg.Client({ connectionString: this.pool.options.connectionString, application_name: WEBHOOK_LISTENER });
+    const lost = () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      client.end().catch(() => {});
+      if (!this.stopped) setTimeout(() => this.listen(), LISTEN_RETRY_MS).unref();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', (message) => {
+      const project = (message.payload ?? '').split(':')[0];
+      if (project) this.kick([project]);
+    });
+    this.listener = client;
+    // Notices sent while it was away are lost: a pass over every project makes up for them.
+    client.connect().then(() => client.query(`LISTEN ${EVENTS_CHANNEL}`)).then(() => this.kick(), lost);
+  }
+
+  /** Stops claiming; attempts in flight get a grace to finish, the rest are handed back. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => {});
+    await this.passing?.catch(() => {});
+    // What waits for a place is handed back at once; what runs gets the grace.
+    this.pumpAll();
+    if (this.held > 0) {
+      const drained = new Promise<void>((resolve) => { this.drained = resolve; });
+      const grace = new Promise<void>((resolve) => setTimeout(resolve, STOP_GRACE_MS).unref());
+      await Promise.race([drained, grace]);
+      for (const cancel of this.attempts.values()) cancel.abort();
+      await Promise.race([drained, new Promise<void>((resolve) => setTimeout(resolve, 2000).unref())]);
+    }
+    await this.recording;
+    await this.handingBack;
+    await this.release(this.abandoned.splice(0));
+    for (const agent of this.agents.values()) agent.destroy();
+    await this.pool.end();
+  }
+}
+
+/** Whether the sweep should send a job: a delivery due, or events or a replay to queue. */
+export async function webhooksPending(pool: pg.Pool): Promise<boolean> {
+  const [row] = await queryFile<{ pending: boolean }>(pool, 'webhook_pending');
+  return row!.pending;
+}

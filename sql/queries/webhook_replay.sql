@@ -1,0 +1,25 @@
+-- A replay asked in one statement (domain/webhooks.ts replayWebhook): the caller's key checked and
+-- held first (change_key_check, sql/migrations/0017), the project's endpoint locked, then the
+-- events after $3 up to the project's head that the endpoint's types match counted and, for an
+-- enabled endpoint, the range kept on it for the worker to queue (merged with one still pending).
+-- No row: no such endpoint of the project.
+-- $1 endpoint, $2 project, $3 after (a sequence), $4 the key to check (NULL: none).
+WITH checked AS MATERIALIZED (
+  SELECT change_key_check($4) AS ok
+), w AS MATERIALIZED (
+  SELECT e.id, e.status, e.types, e.replay_from, e.replay_to,
+         coalesce((SELECT c.total FROM project_event_counts c WHERE c.project_id = $2), 0) AS head
+  FROM webhook_endpoints e
+  WHERE (SELECT ok FROM checked) AND e.id = $1 AND e.project_id = $2 AND e.deleted_at IS NULL
+  FOR UPDATE OF e
+), queued AS (
+  UPDATE webhook_endpoints e
+  SET replay_from = least(coalesce(w.replay_from, $3::bigint), $3::bigint), replay_to = greatest(coalesce(w.replay_to, 0), w.head)
+  FROM w
+  WHERE e.id = w.id AND w.status = 'enabled' AND w.head > $3::bigint
+)
+SELECT w.status, (
+  SELECT count(*) FROM events ev JOIN event_types t ON t.id = ev.type_id
+  WHERE ev.project_id = $2 AND ev.sequence > $3::bigint AND ev.sequence <= w.head AND (cardinality(w.types) = 0 OR t.name = ANY (w.types))
+) AS queued
+FROM w
