@@ -30,8 +30,8 @@ const ANSWER_MS = 30;
 const SETTLE_BOUND_MS = 300_000;
 // The retries span the receiver's outage: 1 + 2 × 3 + 5 × 16 = 87 s.
 const SCHEDULE = [1, 2, 2, 2, ...Array.from({ length: 16 }, () => 5)].join(',');
-// More attempts per endpoint than the default 8: on 2 shared cores an attempt at a receiver of this
-// busy process takes tens of milliseconds, and 8 fell behind the changes.
+// More attempts per endpoint than the default: the receivers share this busy process, so each
+// attempt is slow, and 8 at a time fell behind the changes.
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE_S: SCHEDULE, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: '24' };
 /** What each receiver is sent: every type, the keys' events, the apps' events. */
 const TYPES: Record<string, string[]> = {
