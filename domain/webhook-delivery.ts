@@ -70,6 +70,44 @@ export function retryDelay(schedule: readonly number[], attempt: number, retryAf
   return Math.max(step, Math.min(retryAfterS ?? 0, RETRY_AFTER_MAX_S));
 }
 
+/** One run of `work` at a time; asked during a run, it runs once more after it, at least PASS_GAP_MS apart. */
+class Coalesced {
+  private readonly work: () => Promise<void>;
+  private readonly failed: (err: unknown) => void;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private lastAt = 0;
+
+  constructor(work: () => Promise<void>, failed: (err: unknown) => void) {
+    this.work = work;
+    this.failed = failed;
+  }
+
+  ask(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        const wait = this.lastAt + PASS_GAP_MS - Date.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        this.lastAt = Date.now();
+        await this.work();
+      } while (this.again);
+    })().catch(this.failed).finally(() => {
+      this.running = undefined;
+      // Asked as the last run ended.
+      if (this.again) this.ask();
+    });
+  }
+
+  settled(): Promise<void> {
+    return this.running ?? Promise.resolve();
+  }
+}
+
 const succeeded = (result: AttemptResult) => result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
 
 export class WebhookDispatcher {
@@ -92,56 +130,46 @@ export class WebhookDispatcher {
   /** Claims given back undone (too near their lease's end, or the worker stopping), to release. */
   private readonly abandoned: ClaimRow[] = [];
   private recording: Promise<void> | undefined;
-  private passing: Promise<void> | undefined;
-  private again = false;
+  /** Fan-outs and claims run apart: neither waits for the other's round trips. */
+  private readonly fanOuts: Coalesced;
+  private readonly claims: Coalesced;
   /** Projects whose events moved since the last fan-out; null: look at every project. */
   private moved: Set<string> | null = new Set();
-  private lastPassAt = 0;
   private drained: (() => void) | undefined;
 
   constructor(services: Services) {
     const connectionString = services.pool.options.connectionString!;
     this.pool = createPool(services.config, services.log, connectionString, 4);
     this.services = { ...services, pool: this.pool, db: this.pool };
+    const warn = (what: string) => (err: unknown) => this.services.log.warn({ err: errorFields(err) }, what);
+    this.fanOuts = new Coalesced(() => this.fanOutMoved(), warn('webhook fan-out failed'));
+    this.claims = new Coalesced(() => this.claim(), warn('webhook claim failed'));
   }
 
   start(): void {
     this.listen();
   }
 
-  /** A pass soon: fan-out of the projects named (every project when none is), then claims. */
+  /** Soon: a fan-out of the projects named (every project when none is), and claims. */
   kick(projects?: string[]): void {
     if (this.stopped) return;
     if (projects === undefined) this.moved = null;
     else if (this.moved) for (const project of projects) this.moved.add(project);
-    if (this.passing) {
-      this.again = true;
-      return;
-    }
-    this.passing = this.passes().finally(() => {
-      this.passing = undefined;
-      // A kick that came as the last pass ended.
-      if (this.again) this.kick([]);
-    });
-    this.passing.catch((err: unknown) => this.services.log.warn({ err: errorFields(err) }, 'webhook pass failed'));
+    if (projects === undefined || projects.length > 0) this.fanOuts.ask();
+    this.claims.ask();
   }
 
-  private async passes(): Promise<void> {
-    do {
-      this.again = false;
-      const wait = this.lastPassAt + PASS_GAP_MS - Date.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      this.lastPassAt = Date.now();
-      const moved = this.moved;
-      this.moved = new Set();
-      try {
-        if (moved === null || moved.size > 0) await this.fanOut(moved === null ? null : [...moved]);
-      } catch (err) {
-        this.moved = null;
-        throw err;
-      }
-      await this.claim();
-    } while (this.again && !this.stopped);
+  private async fanOutMoved(): Promise<void> {
+    const moved = this.moved;
+    this.moved = new Set();
+    if (this.stopped || (moved !== null && moved.size === 0)) return;
+    try {
+      await this.fanOut(moved === null ? null : [...moved]);
+    } catch (err) {
+      this.moved = null;
+      throw err;
+    }
+    this.claims.ask();
   }
 
   private async fanOut(projects: string[] | null): Promise<void> {
@@ -284,7 +312,7 @@ export class WebhookDispatcher {
           }
         }
         this.settled(batch.length);
-        this.kick([]);
+        this.claims.ask();
       }
     })().finally(() => {
       this.recording = undefined;
@@ -365,7 +393,8 @@ export class WebhookDispatcher {
     const listener = this.listener;
     this.listener = undefined;
     await listener?.end().catch(() => {});
-    await this.passing?.catch(() => {});
+    await this.fanOuts.settled();
+    await this.claims.settled();
     // What waits for a place is handed back at once; what runs gets the grace.
     this.pumpAll();
     if (this.held > 0) {
