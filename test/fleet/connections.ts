@@ -9,11 +9,13 @@ import { sleep } from './changes.ts';
 export const BOSS_POOL_MAX = 6;
 /** The worker process's own pool (workers/start.ts). */
 export const WORKER_POOL_MAX = 4;
+/** The webhook deliveries' pool in the worker (domain/webhook-delivery.ts). */
+export const WEBHOOK_POOL_MAX = 4;
 
 export interface Formula {
   /** Its lanes, its pool, each pool thread's pool, and the event streams' LISTEN connection. */
   web: number;
-  /** Its pool, pg-boss's pool and pg-boss's LISTEN connection. */
+  /** Its pool, pg-boss's pool and LISTEN connection, the webhook deliveries' pool and LISTEN connection. */
   worker: number;
   total(webs: number, workers: number): number;
 }
@@ -21,7 +23,7 @@ export interface Formula {
 export function connectionFormula(config: Config): Formula {
   const threadPool = Math.max(2, Math.ceil(config.dbPoolSize / config.workerThreads));
   const web = Math.max(config.dbLanes, 1) + config.dbPoolSize + config.workerThreads * threadPool + 1;
-  const worker = WORKER_POOL_MAX + BOSS_POOL_MAX + 1;
+  const worker = WORKER_POOL_MAX + BOSS_POOL_MAX + 1 + WEBHOOK_POOL_MAX + 1;
   return { web, worker, total: (webs, workers) => webs * web + workers * worker };
 }
 
