@@ -37,6 +37,7 @@ const REFUSED = "The API key doesn't have permissions to perform the request.";
 const NO_KEY = 'No valid API key provided.';
 const EXPIRED = 'The API key has expired.';
 const MALFORMED = 'Malformed HTTP request.';
+const HEADERS_TOO_LARGE = 'Request headers too large.';
 
 /** Every failure the contract (api.md, decisions.md, README's open choices) names, by status. */
 const CONTRACT_FAILURES: ReadonlyArray<readonly [number, string | RegExp]> = [
@@ -51,6 +52,7 @@ const CONTRACT_FAILURES: ReadonlyArray<readonly [number, string | RegExp]> = [
   [404, 'The selected category does not exist.'],
   [405, 'The request method is not allowed.'],
   [413, 'Request body too large.'],
+  [431, HEADERS_TOO_LARGE], [505, 'HTTP version not supported.'],
   [422, 'The parameters were valid but the request failed.'],
   [422, 'limit must be an integer from 1 to 100.'], [422, 'offset must be a non-negative integer.'],
   [422, 'after must be a non-negative integer.'], [422, /^Unknown event type: [\s\S]*\.$/],
@@ -682,9 +684,9 @@ function expectation(sent: Sent): { status: number; message: string } | undefine
   const raw = sent.authorization;
   // Node keeps the first of repeated Authorization headers; HTTP strips optional whitespace.
   const value = (Array.isArray(raw) ? raw[0] : raw)?.replace(/^[ \t]+|[ \t]+$/g, '');
-  // Past Node's 16 KiB of headers the request never parses (README: malformed HTTP is 400).
+  // Past Node's 16 KiB of headers the request never parses: 431 (decisions.md, "Operations").
   const headerBytes = [raw ?? []].flat().reduce((n, v) => n + Buffer.byteLength(v) + 20, 0);
-  if (headerBytes > 16_500) return { status: 400, message: MALFORMED };
+  if (headerBytes > 16_500) return { status: 431, message: HEADERS_TOO_LARGE };
   if (headerBytes > 15_500) return undefined;
   if (value === undefined || !value.startsWith('Bearer ')) return { status: 401, message: NO_KEY };
   const found = world.secrets.get(value.slice('Bearer '.length));
