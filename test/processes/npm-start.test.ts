@@ -45,8 +45,9 @@ async function startNpm(firstStart = false): Promise<Started> {
     if (exited) throw new Error(`npm start exited while starting:\n${npm.stdout}\n${npm.stderr}`);
     return (await healthz(PORT)) === 200 ? true : undefined;
   }, READY_TIMEOUT_MS, 200);
-  const listening = logLines(npm.stdout).find((line) => line.msg === 'gateway listening');
-  assert.ok(listening, `the log says the gateway listens:\n${npm.stdout}`);
+  // The log line goes out through a pipe: an answer on the socket may come before it.
+  const listening = await waitFor(() => `the log saying the gateway listens:\n${npm.stdout}`,
+    async () => logLines(npm.stdout).find((line) => line.msg === 'gateway listening'), READY_TIMEOUT_MS, 50);
   const servicePid = listening.pid as number;
   const postgresPid = postmasterPid(dir);
   assert.ok(postgresPid, 'the embedded PostgreSQL runs from DATA_DIR');
