@@ -3,12 +3,13 @@
 // fetch a project fans the new events out to its streams; a stream resuming from further back reads
 // its own way up first. Each passes on only what lies past the last sequence it passed, so every
 // event comes once and in order; the followed heads are read each second too, for notices lost.
-import pg from 'pg';
+import type pg from 'pg';
 import type { Response } from 'restify';
 import type { StreamQuery } from '../domain/events.ts';
 import { EVENTS_CHANNEL } from '../domain/audit.ts';
 import type { Config } from '../lib/config.ts';
-import { queryFile, type Queryable } from '../lib/pool.ts';
+import { KEEPALIVE_IDLE_MS, queryFile, type Queryable } from '../lib/pool.ts';
+import { SocketClient } from '../lib/pg-internals.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
 import { SharedBody, sharedBodyWriter, writeSharedBody } from './node-http-internals.ts';
 import type { GatewayRequest } from './types.ts';
@@ -306,7 +307,11 @@ export class EventStreams {
   private listen(): void {
     if (this.listening || this.stopped) return;
     this.listening = true;
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    // Its socket is cut with the others when the host goes silent; keepalives find a quieter loss.
+    const client = new SocketClient({
+      connectionString: this.databaseUrl, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
+      connectionTimeoutMillis: this.config.dbConnectTimeoutMs,
+    });
     const lost = () => {
       if (this.listener !== client) return;
       this.listener = undefined;

@@ -7,6 +7,7 @@ import restify from 'restify';
 import { errors } from '../domain/errors.ts';
 import { sealingKeyOf } from '../domain/sealing.ts';
 import type { Config } from '../lib/config.ts';
+import { watchDatabase } from '../lib/database-watch.ts';
 import { openLanedDatabase } from '../lib/lanes.ts';
 import type { Logger } from '../lib/log.ts';
 import { authenticate } from './authenticate.ts';
@@ -106,6 +107,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
   sealingKeyOf(config);
   const tls = await loadCertificate(config);
   const db = openLanedDatabase(config, log, databaseUrl);
+  const watch = watchDatabase(databaseUrl, config.dbSilenceMs, log);
   const known = new KnownKeys(db, config.keyMemorySize);
   const metrics = config.metricsPort === undefined ? undefined : new GatewayMetrics();
   const refusals = createRefusals(log, known, config.keyRefusalFloorMs, metrics);
@@ -228,6 +230,7 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
       clearTimeout(timer);
       await workers.destroy();
       await processes.stop();
+      await watch.stop();
       await db.end();
     },
   };

@@ -69,6 +69,8 @@ export interface Config {
   dbLanes: number;
   dbConnectTimeoutMs: number;
   dbStatementTimeoutMs: number;
+  /** How long the database host may leave the web process's watch unanswered (lib/database-watch.ts); 0: no watch. */
+  dbSilenceMs: number;
   /** The audit checkpoints' Ed25519 key (PKCS#8 PEM); absent: one made once under dataDir. */
   auditSigningKey: string | undefined;
   /** The least time between two checkpoints of one project. */
@@ -260,5 +262,6 @@ export function readConfig(env = process.env): Config {
     // A database that does not answer must become a 503 quickly, never a hang (0 would be no bound).
     dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 1),
     dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 5000, 1),
+    dbSilenceMs: int(env, 'DB_SILENCE_MS', 1000, 0),
   });
 }

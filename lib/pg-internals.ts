@@ -4,6 +4,7 @@
 // a pg that no longer gives either.
 import { Socket } from 'node:net';
 import pg from 'pg';
+import { DatabaseSocket } from './database-sockets.ts';
 
 /**
  * A Client on a socket made here and handed to pg through its `stream` option (typed, though not
@@ -12,9 +13,10 @@ import pg from 'pg';
 export class SocketClient extends pg.Client {
   readonly #made: { socket?: Socket };
 
-  constructor(config?: pg.ClientConfig) {
+  /** `makeSocket`: a DatabaseSocket unless the connection must outlive a silence (lib/database-sockets.ts). */
+  constructor(config?: pg.ClientConfig, makeSocket: () => Socket = () => new DatabaseSocket(config?.connectionString ?? '')) {
     const made: { socket?: Socket } = {};
-    super({ ...config, stream: () => (made.socket = new Socket()) });
+    super({ ...config, stream: () => (made.socket = makeSocket()) });
     this.#made = made;
   }
 

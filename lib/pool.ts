@@ -2,6 +2,7 @@
 // sql/queries (prepared once per connection), and transactions that may enqueue jobs.
 import pg from 'pg';
 import type { Config } from './config.ts';
+import { followDatabaseWatch } from './database-sockets.ts';
 import { errorFields, type Logger } from './log.ts';
 import { PipeliningClient, queryInFlight, SocketClient, socketOf } from './pg-internals.ts';
 import { parameterValues, queryStatement, ridesLane, type NamedValues } from './sql-files.ts';
@@ -10,6 +11,7 @@ import { parameterValues, queryStatement, ridesLane, type NamedValues } from './
 pg.types.setTypeParser(20, (value: string) => Number(value));
 
 export function createPool(config: Config, log: Logger, connectionString: string, max = config.dbPoolSize, { pipelining = false } = {}): pg.Pool {
+  followDatabaseWatch();
   const pool = new pg.Pool({
     connectionString,
     max,

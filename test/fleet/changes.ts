@@ -142,6 +142,15 @@ export class ChangeStream {
     return Math.max(0, ...this.attempts(from, to).map((a) => a.ms));
   }
 
+  /**
+   * The longest wait for an answer once `from` had come: of every attempt answered after it, from
+   * the later of its start and `from` to its answer (an attempt in flight at `from` counts too).
+   */
+  longestWaitAfter(from: number): number {
+    const all = this.creations.flatMap((c) => c.attempts).filter((a) => a.at + a.ms >= from);
+    return Math.max(0, ...all.map((a) => a.at + a.ms - Math.max(a.at, from)));
+  }
+
   /** How many times each status or error came, in [from, to). */
   statusCounts(from = 0, to = Infinity): Record<string, number> {
     const counts: Record<string, number> = {};

@@ -13,7 +13,7 @@ export const WORKER_POOL_MAX = 4;
 export const WEBHOOK_POOL_MAX = 4;
 
 export interface Formula {
-  /** Its lanes, its pool, each pool thread's pool, and the event streams' LISTEN connection. */
+  /** Its lanes, its pool, each pool thread's pool, the event streams' LISTEN connection, the database watch's. */
   web: number;
   /** Its pool, pg-boss's pool and LISTEN connection, the webhook deliveries' pool and LISTEN connection. */
   worker: number;
@@ -22,7 +22,7 @@ export interface Formula {
 
 export function connectionFormula(config: Config): Formula {
   const threadPool = Math.max(2, Math.ceil(config.dbPoolSize / config.workerThreads));
-  const web = Math.max(config.dbLanes, 1) + config.dbPoolSize + config.workerThreads * threadPool + 1;
+  const web = Math.max(config.dbLanes, 1) + config.dbPoolSize + config.workerThreads * threadPool + 1 + (config.dbSilenceMs > 0 ? 1 : 0);
   const worker = WORKER_POOL_MAX + BOSS_POOL_MAX + 1 + WEBHOOK_POOL_MAX + 1;
   return { web, worker, total: (webs, workers) => webs * web + workers * worker };
 }

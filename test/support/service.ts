@@ -75,8 +75,8 @@ function asRole(url: string, role: { user: string; password: string }): string {
 export interface ServiceOptions {
   /** Start the pg-boss job workers too (default true). */
   jobWorkers?: boolean;
-  /** Override the database URL the gateway uses (e.g. an unreachable one). */
-  databaseUrl?: string;
+  /** Override the database URL the gateway uses (e.g. an unreachable one), or derive it from the test's own. */
+  databaseUrl?: string | ((own: string) => string);
   /** Run the gateway and the job workers as this login role instead of the administrator. */
   role?: { user: string; password: string };
   env?: Record<string, string>;
@@ -132,7 +132,8 @@ export class TestService {
     const services: Services = { pool: db, db, boss: await startProducer(db, log), log, config };
     const serviceUrl = options.role ? asRole(url, options.role) : url;
     const workers = options.jobWorkers === false ? undefined : await startJobWorkers(config, log, serviceUrl);
-    const gateway = await startGateway(config, log, options.databaseUrl ?? serviceUrl);
+    const gatewayUrl = typeof options.databaseUrl === 'function' ? options.databaseUrl(serviceUrl) : options.databaseUrl;
+    const gateway = await startGateway(config, log, gatewayUrl ?? serviceUrl);
     return new TestService({ config, db, services, gateway, workers, logFile, databaseUrl: url });
   }
 
