@@ -111,9 +111,7 @@ export async function createApp(services: Services, req: DomainRequest) {
   try {
     app = parseNewApp(req.body, types);
   } catch (fault) {
-    await change(services, (tx) => tx.client.query(planAdmission(tx, projectId))).catch((err: unknown) => {
-      throw planRefusal(err);
-    });
+    await admitApp(services, req);
     throw fault;
   }
   const actor = apiActor(req);
@@ -146,6 +144,13 @@ export async function createApp(services: Services, req: DomainRequest) {
     created_at: created.created_at,
     data: Object.fromEntries(app.data.map((f) => [f.id, { type: f.sentType, value: f.name, placeholder: f.placeholder, required: f.required }])),
     instruction: Object.fromEntries(app.instruction.map((i) => [i.id, { type: i.type, instruction: i.instruction }])),
+  });
+}
+
+/** The plan's answers alone (step 9): 402 if the project's plan would refuse one more app now. */
+export async function admitApp(services: Services, req: DomainRequest): Promise<void> {
+  await change(services, (tx) => tx.client.query(planAdmission(tx, req.caller.project_id))).catch((err: unknown) => {
+    throw planRefusal(err);
   });
 }
 

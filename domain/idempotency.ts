@@ -15,10 +15,10 @@ import type { Services } from './services.ts';
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH', 'DELETE']);
 const VISIBLE_ASCII = /^[\x21-\x7e]{1,255}$/;
 
-/** The header's value checked; a request without it is undefined, one with a bad value 400. */
-export function idempotencyOf(header: string | string[] | undefined, method: string, pathAndQuery: string, body: unknown): Idempotency | undefined {
+/** The header's value checked; a request without it is undefined, one with a bad value 'invalid' (a 400 at step 10). */
+export function idempotencyOf(header: string | string[] | undefined, method: string, pathAndQuery: string, body: unknown): Idempotency | 'invalid' | undefined {
   if (header === undefined) return undefined;
-  if (typeof header !== 'string' || !VISIBLE_ASCII.test(header)) throw errors.idempotencyKeyInvalid();
+  if (typeof header !== 'string' || !VISIBLE_ASCII.test(header)) return 'invalid';
   const fingerprint = createHash('sha256').update(`${method}\n${pathAndQuery}\n${canonicalize(body) ?? 'null'}`, 'utf8').digest('hex');
   return { key: header, fingerprint };
 }

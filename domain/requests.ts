@@ -32,6 +32,8 @@ export interface DomainRequest {
   requestId: string;
   /** A POST, PATCH or DELETE sent with a valid Idempotency-Key. */
   idempotency?: Idempotency;
+  /** One sent with an invalid Idempotency-Key: its 400 is step 10's, answered after the plan's 402. */
+  idempotencyInvalid?: true;
 }
 
 /** An Idempotency-Key and what a retry under it must match: the method, path and parsed body, hashed. */

@@ -52,7 +52,8 @@ function domainRequest(req: GatewayRequest): DomainRequest {
   const body = BODY_METHODS.has(method) ? parsed : {};
   const idempotency = IDEMPOTENT_METHODS.has(method) ? idempotencyOf(req.headers['idempotency-key'], method, req.url ?? '', body) : undefined;
   return {
-    ...(idempotency ? { idempotency } : {}),
+    // An invalid value is answered by the pool thread, after the plan's checks (step 9 before 10).
+    ...(idempotency === 'invalid' ? { idempotencyInvalid: true as const } : idempotency ? { idempotency } : {}),
     params: { ...(req.params as Record<string, string>) },
     query: queryOf(req.getQuery()),
     body,

@@ -1,4 +1,4 @@
-import { createApp } from '../../domain/apps.ts';
+import { admitApp, createApp } from '../../domain/apps.ts';
 import { errors } from '../../domain/errors.ts';
 import type { PoolEndpoint } from './endpoint.ts';
 import { NON_BLANK, ref } from './schemas.ts';
@@ -64,4 +64,5 @@ export const appCreate = {
     errors.appStatus, errors.appType, errors.categoryUnknown, errors.categoryNoImageModel,
   ],
   handler: createApp,
+  admit: admitApp,
 } as const satisfies PoolEndpoint;

@@ -38,6 +38,11 @@ export interface PoolEndpoint<Response = unknown> extends Declaration {
   runs: 'pool';
   success: { status: 200 | 201 | 202; schema: JsonSchema };
   handler: (services: Services, req: DomainRequest) => Promise<DomainResult<Response>>;
+  /**
+   * Step 9, the plan's checks (402), on their own: run before step 10 for a request with an
+   * Idempotency-Key, whose replay, 409 or 422 (or 400) must not answer for a plan that refuses.
+   */
+  admit?: (services: Services, req: DomainRequest) => Promise<void>;
 }
 
 /** Runs on the gateway's thread, over its lanes and pool: a statement or two, no work worth a thread hop. */

@@ -6,6 +6,7 @@ import { answerIdempotently } from '../../domain/idempotency.ts';
 import { KeyRefusal, withKeyCheck } from '../../domain/key-check.ts';
 import { responseJson, type DomainRequest, type DomainResult, type SerializedResult } from '../../domain/requests.ts';
 import type { Services } from '../../domain/services.ts';
+import type { PoolEndpoint } from '../endpoints/endpoint.ts';
 import { ENDPOINTS, type PoolEndpointName } from '../endpoints/registry.ts';
 import type { Config } from '../../lib/config.ts';
 import { createPool, type Database } from '../../lib/pool.ts';
@@ -52,8 +53,13 @@ export default async function runTask(task: PoolTask): Promise<SerializedResult>
 async function resultOf({ endpoint, request }: PoolTask): Promise<TaskResult> {
   try {
     const base = await ready();
-    const run = (db: Database) => withKeyCheck<DomainResult>(db, request, (checked) => ENDPOINTS[endpoint].handler({ ...base, db: checked }, request));
-    const { idempotency } = request;
+    const declared: PoolEndpoint = ENDPOINTS[endpoint];
+    const run = (db: Database) => withKeyCheck<DomainResult>(db, request, (checked) => declared.handler({ ...base, db: checked }, request));
+    const { idempotency, idempotencyInvalid } = request;
+    // Step 9 before step 10: the plan refuses before an Idempotency-Key's replay, 409, 422 or 400.
+    const { admit } = declared;
+    if ((idempotency || idempotencyInvalid) && admit) await withKeyCheck(pool, request, (checked) => admit({ ...base, db: checked }, request));
+    if (idempotencyInvalid) throw errors.idempotencyKeyInvalid();
     return idempotency ? await answerIdempotently(base, { ...request, idempotency }, run) : await run(pool);
   } catch (err) {
     if (err instanceof KeyRefusal) return { ...failure(err), refusedKey: true };
