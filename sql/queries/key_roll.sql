@@ -38,9 +38,10 @@ WITH checked AS MATERIALIZED (
             created_by, unix_seconds(created_at) AS created_at, unix_seconds(updated_at) AS updated_at, rate_limit
 ), rolled AS (
   UPDATE api_keys k
+  -- decisions.md: expires_at becomes the earlier of its own and now + grace_s, for grace_s 0 too
+  -- (then now), and with grace_s 0 the key is also revoked.
   SET status = CASE WHEN $4::int = 0 THEN 'revoked' ELSE k.status END,
-      expires_at = CASE WHEN $4::int = 0 THEN k.expires_at
-                        ELSE least(k.expires_at, now_seconds() + make_interval(secs => $4::int)) END,
+      expires_at = least(k.expires_at, now_seconds() + make_interval(secs => $4::int)),
       updated_at = now_seconds()
   FROM decided d
   WHERE k.id = d.id AND d.refusal IS NULL

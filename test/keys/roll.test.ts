@@ -156,7 +156,9 @@ test('grace_s 0 revokes the old key at once: refused as a revoked key is, gone f
   assertError(await service.request('DELETE', `/v1/key/${old.id}`, { key: project.key }), 404, MESSAGES.keyNotFound);
   const row = (await keyRow(service, old.id))!;
   assert.equal(row.status, 'revoked');
-  assert.equal(row.expires_at, null, 'a revocation leaves expires_at as it was, as DELETE does');
+  // decisions.md: the earlier of its own (none here) and now + 0.
+  assert.equal(Number(row.expires_at), Number(row.updated_at), 'expires_at cut to the second of the roll');
+  assert.ok(Math.abs(Number(row.expires_at) - made.created_at) <= 1);
   assertSuccess(await service.request('GET', '/v1/key/current', { key: made.key }));
 });
 
