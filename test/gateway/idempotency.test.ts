@@ -160,3 +160,19 @@ test('a refused key is not kept: after its refusal the value runs afresh for a k
   assert.equal(refused.status, 403);
   assert.equal(await count('SELECT count(*)::int AS n FROM idempotent_requests WHERE idempotency_key = $1', value), 0);
 });
+
+test('a key roll retried with its value answers the same new key and secret, with no second key or event', async () => {
+  const old = await createKey(service, p.key, { name: 'rolled once', scope: ['key:read'] });
+  const value = fresh();
+  const first = await send('POST', `/v1/key/${old.id}/roll`, value, { grace_s: 60 });
+  const made = assertSuccess(first, 201);
+  const again = await send('POST', `/v1/key/${old.id}/roll`, value, { grace_s: 60 });
+  assert.deepEqual(assertSuccess(again, 201), made);
+  assert.equal(again.headers['idempotent-replayed'], 'true');
+  assert.match(made.key, /^sk-project-/);
+  assertError(await send('POST', `/v1/key/${old.id}/roll`, value, { grace_s: 0 }), 422, MISMATCH);
+  assert.equal(await count("SELECT count(*)::int AS n FROM api_keys WHERE project_id = $1 AND name = 'rolled once'", p.projectId), 2);
+  await service.waitForJobsDrained();
+  assert.equal(await count("SELECT count(*)::int AS n FROM events e JOIN event_types t ON t.id = e.type_id WHERE t.name = 'key.rolled' AND e.related_id = $1", old.id), 1);
+  assert.equal(service.logText().includes(made.key), false, 'never in the log');
+});
