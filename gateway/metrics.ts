@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type restify from 'restify';
-import { ApiError, isDatabaseUnavailable } from '../domain/errors.ts';
+import { ApiError, errors, isDatabaseUnavailable } from '../domain/errors.ts';
 import { KeyRefusal } from '../domain/key-check.ts';
 import type { Config } from '../lib/config.ts';
 import type { LanedDatabase } from '../lib/lanes.ts';
@@ -24,21 +24,31 @@ const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 /** An error answer's reason by its status: one word of a fixed set, whatever the error says. */
 const REASONS: Readonly<Record<number, string>> = {
   400: 'bad_request', 401: 'no_key', 402: 'plan_limit', 403: 'forbidden', 404: 'not_found',
-  405: 'method_not_allowed', 408: 'request_timeout', 413: 'body_too_large', 422: 'unprocessable',
-  429: 'too_many_refusals', 500: 'internal_error', 501: 'not_implemented', 503: 'unavailable',
+  405: 'method_not_allowed', 408: 'request_timeout', 409: 'conflict', 413: 'body_too_large', 422: 'unprocessable',
+  429: 'too_many_refusals', 431: 'headers_too_large', 500: 'internal_error', 501: 'not_implemented', 503: 'unavailable',
+  505: 'version_not_supported',
 };
+/** A key past its own request limit: its 429 is not the address's guessing budget. */
+const KEY_RATE_LIMITED = 'key_rate_limited';
+const KEY_RATE_LIMITED_MESSAGE = errors.keyRateLimited(1).message;
 
-const REFUSAL_REASONS = new Set([...Object.values(REASONS), 'key_expired', 'key_refused', 'unknown_path', 'other']);
+const REFUSAL_REASONS = new Set([...Object.values(REASONS), 'key_expired', 'key_refused', KEY_RATE_LIMITED, 'unknown_path', 'other']);
 
 function refusalReason(err: unknown): string {
   if (err instanceof KeyRefusal) return err.status === 401 ? 'key_expired' : 'key_refused';
-  if (err instanceof ApiError) return err.codeAsText && err.status === 404 ? 'unknown_path' : REASONS[err.status] ?? 'other';
+  if (err instanceof ApiError) {
+    if (err.codeAsText && err.status === 404) return 'unknown_path';
+    if (err.status === 429 && err.message === KEY_RATE_LIMITED_MESSAGE) return KEY_RATE_LIMITED;
+    return REASONS[err.status] ?? 'other';
+  }
   return isDatabaseUnavailable(err) ? 'unavailable' : 'internal_error';
 }
 
-/** What Node answers outside a request (client-errors.ts), by its error's code. */
+/** What Node answers outside a request (client-errors.ts), by its error's code, as it is answered. */
 function socketRefusalReason(err: Error & { code?: string }): string | undefined {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'request_timeout';
+  if (err.code === 'HPE_HEADER_OVERFLOW') return 'headers_too_large';
+  if (err.code === 'HPE_INVALID_VERSION' || err.code === 'HPE_PAUSED_H2_UPGRADE') return 'version_not_supported';
   return err.code?.startsWith('HPE_') ? 'bad_request' : undefined;
 }
 
@@ -107,10 +117,14 @@ export class GatewayMetrics {
       },
     });
     server.on('after', (req: GatewayRequest, res: restify.Response, route: object | null) => this.answered(req, res, route));
+    // Node may report one refused head twice (what arrives after it parses again): one answer, one count.
+    const counted = new WeakSet<object>();
     for (const listener of listeners) {
-      listener.on('clientError', (err: Error & { code?: string }) => {
+      listener.on('clientError', (err: Error & { code?: string }, socket: object) => {
         const reason = socketRefusalReason(err);
-        if (reason) this.refusal(reason).inc();
+        if (!reason || counted.has(socket)) return;
+        counted.add(socket);
+        this.refusal(reason).inc();
       });
       listener.on('connect', () => this.refusal('method_not_allowed').inc());
     }

@@ -108,6 +108,30 @@ describe('the web process', () => {
     assert.equal(sum(now, HTTP) - sum(before, HTTP), 0);
   });
 
+  test('a key past its own request limit is key_rate_limited, not the address\'s too_many_refusals; 409 is conflict', async () => {
+    const made = await service.request('POST', '/v1/key', { key: project.key, body: { name: 'limited', rate_limit: { limit: 1, window_s: 86_400 } } });
+    const limited = (made.body as { response: { key: string } }).response.key;
+    const before = await scrape(webPort);
+    const statuses: number[] = [];
+    // One process admits the limit and one more (decisions.md: + 1% + 1 per web process).
+    for (let i = 0; i < 3; i++) statuses.push((await service.request('GET', '/v1/key/current', { key: limited })).status);
+    assert.deepEqual(statuses, [200, 200, 429]);
+    const now = await scrape(webPort);
+    const delta = (reason: string) => sum(now, REFUSALS, { reason }) - sum(before, REFUSALS, { reason });
+    assert.equal(delta('key_rate_limited'), 1);
+    assert.equal(delta('too_many_refusals'), 0);
+    for (const reason of ['conflict', 'headers_too_large', 'version_not_supported']) {
+      assert.ok(now.series.some((s) => s.name === REFUSALS && s.labels.reason === reason), `${reason} starts at 0`);
+    }
+  });
+
+  test('counts a head over the limit as headers_too_large (431)', async () => {
+    const before = await scrape(webPort);
+    assert.equal(await raw('GET', '/healthz', { 'x-big': 'y'.repeat(17_000) }), 431);
+    const now = await scrape(webPort);
+    assert.equal(sum(now, REFUSALS, { reason: 'headers_too_large' }) - sum(before, REFUSALS, { reason: 'headers_too_large' }), 1);
+  });
+
   test('holds its series to the routes and a fixed few methods, whatever paths and methods clients send', async () => {
     const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'PROPFIND', 'MKCOL', 'PURGE', 'FOO', 'BREW'];
     // Node's parser refuses these itself (400 on the socket): never a request restify sees.
