@@ -146,6 +146,20 @@ test('PATCH /v1/webhook/<id>: what changed is recorded; disabling is `manual`, e
   ]);
 });
 
+test('PATCH status of an endpoint the service disabled: `disabled` keeps its reason and records nothing; `enabled` clears it', async () => {
+  for (const reason of ['gone', 'failing']) {
+    const made = await createEndpoint(service, project.key, { url: `https://127.0.0.1:9/${reason}` });
+    await service.db.query("UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2 WHERE id = $1", [made.id, reason]);
+    const again = assertSuccess(await service.request('PATCH', `/v1/webhook/${made.id}`, { key: project.key, body: { status: 'disabled' } }));
+    assert.deepEqual([again.status, again.disabled_reason], ['disabled', reason], 'already disabled: nothing to change');
+    const enabled = assertSuccess(await service.request('PATCH', `/v1/webhook/${made.id}`, { key: project.key, body: { status: 'enabled' } }));
+    assert.deepEqual([enabled.status, enabled.disabled_reason], ['enabled', null]);
+    assert.deepEqual((await eventsOf(made.id)).map((e) => [e.type, e.details]).slice(1), [
+      ['webhook.updated', { changes: { status: { from: 'disabled', to: 'enabled' } } }],
+    ]);
+  }
+});
+
 test('PATCH /v1/webhook/<id>: validation messages', async () => {
   const made = await createEndpoint(service, project.key, { url: 'https://127.0.0.1:9/v' });
   const cases: Array<[unknown, string]> = [
