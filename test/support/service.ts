@@ -158,7 +158,16 @@ export class TestService {
 
   request(method: string, pathAndQuery: string, options: RequestOptions = {}): Promise<Reply> {
     const { headers, payload } = requestParts(options);
-    return send(https.request(new URL(pathAndQuery, this.baseUrl), { method, headers, agent: this.agent }), payload).then((reply) => {
+    const sent = (retry: boolean): Promise<Reply> => {
+      const req = https.request(new URL(pathAndQuery, this.baseUrl), { method, headers, agent: this.agent });
+      return send(req, payload).catch((err: unknown) => {
+        // An idle keep-alive connection the server closed just as this request took it (Node's
+        // documented race, likelier on a loaded machine): the server never read it, so once more.
+        if (retry && req.reusedSocket && (err as NodeJS.ErrnoException).code === 'ECONNRESET') return sent(false);
+        throw err;
+      });
+    };
+    return sent(true).then((reply) => {
       checkAcceptedRequest(method, pathAndQuery, sentJson(options.body), reply.status);
       return reply;
     });
