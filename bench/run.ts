@@ -4,6 +4,7 @@
 //   BENCH_DURATION_S (10)  BENCH_WARMUP_S (2)  BENCH_OUT (bench/results)  DATABASE_URL  BENCH_STREAMS (1000)
 //   BENCH_ONLY: a regular expression; only the parts it matches run and are judged (endpoints by name, visibility, streams, webhooks,
 //   scale, limited).
+//   BENCH_WORKER_NODE_ARGS: node arguments added to the worker's (`--cpu-prof --cpu-prof-dir=/tmp/prof`, to profile it).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -276,7 +277,8 @@ async function main(): Promise<number> {
     if ((await finished(children.start(procfileArgs('release'), env))) !== 0) throw new Error('release failed');
     await createReferenceTable(db);
     const web = children.start(procfileArgs('web'), { ...env, ...procfileEnv('web') });
-    const worker = children.start(procfileArgs('worker'), { ...env, ...procfileEnv('worker') });
+    const workerArgs = [...(process.env.BENCH_WORKER_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []), ...procfileArgs('worker')];
+    const worker = children.start(workerArgs, { ...env, ...procfileEnv('worker') });
     children.start(['bench/reference.ts', 'r1', String(r1Port)], env);
     children.start(['bench/reference.ts', 'r2', String(r2Port), databaseUrl], env);
     const base = `https://127.0.0.1:${port}`;

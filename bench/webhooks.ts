@@ -1,7 +1,8 @@
 // The bench's webhooks part: receivers in this process (HTTPS, the bench's certificate, which the
-// worker trusts through NODE_EXTRA_CA_CERTS), endpoints of one project at them, and changes at a
-// steady rate: how long after a change's answer its event reaches each endpoint; then one
-// endpoint's ceiling on a replayed backlog beside a bare twin deliverer (bench/webhook-twin.ts).
+// worker trusts through NODE_EXTRA_CA_CERTS), endpoints of one project at them (one answering 500,
+// one never answering, as issue 32 asks), and changes at a steady rate: how long after a change's
+// answer its event reaches each healthy endpoint; then one endpoint's ceiling on a replayed
+// backlog beside a bare twin deliverer (bench/webhook-twin.ts).
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -18,9 +19,18 @@ interface Receiver {
   count: number;
 }
 
-async function receiver(cert: Buffer, key: Buffer): Promise<Receiver> {
+/** `ok` answers 204; `failing` 500; `silent` reads the request and never answers. */
+type Answers = 'ok' | 'failing' | 'silent';
+
+async function receiver(cert: Buffer, key: Buffer, answers: Answers = 'ok'): Promise<Receiver> {
   const made: Receiver = { url: '', server: https.createServer({ cert, key }), arrived: new Map(), byKey: new Map(), count: 0 };
   made.server.on('request', (req, res) => {
+    if (answers !== 'ok') {
+      made.count++;
+      req.resume();
+      if (answers === 'failing') req.on('end', () => res.writeHead(500).end());
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -91,22 +101,29 @@ export async function webhookDelivery(options: WebhookBenchOptions): Promise<Web
   const answered = new Map<string, number>();
   const receivers: Receiver[] = [];
   try {
-    for (let i = 0; i < options.endpoints; i++) receivers.push(await receiver(cert, tlsKey));
+    // The last two of the endpoints: one answering 500, one never answering. Only the others are measured.
+    for (let i = 0; i < options.endpoints; i++) {
+      receivers.push(await receiver(cert, tlsKey, i === options.endpoints - 2 ? 'failing' : i === options.endpoints - 1 ? 'silent' : 'ok'));
+    }
+    const healthy = receivers.slice(0, options.endpoints - 2);
+    const healthyIds: string[] = [];
     for (const r of receivers) {
       const made = await call(`${options.base}/v1/webhook`, 'POST', options.key, { url: r.url, types: ['key.created'] });
       if (made.status !== 201) throw new Error(`POST /v1/webhook answered ${made.status}: ${JSON.stringify(made.body)}`);
+      if (healthy.includes(r)) healthyIds.push(made.body.response.id as string);
     }
     // Warm-up, unmeasured: connections to the receivers, the worker's first claims.
     await changes(options, Math.min(options.ratePerS, options.changes), new Map());
-    await waitUntil('the warm-up', () => receivers.every((r) => r.count >= Math.min(options.ratePerS, options.changes)), 30_000);
+    await waitUntil('the warm-up', () => healthy.every((r) => r.count >= Math.min(options.ratePerS, options.changes)), 30_000);
     const samples: string[] = [];
     const sampler = setInterval(() => {
-      void options.db.query(`SELECT (SELECT count(*) FROM webhook_deliveries)::int AS owed,
-          (SELECT count(*) FROM webhook_deliveries WHERE next_at <= now())::int AS due,
-          (SELECT count(*) FROM webhook_deliveries WHERE leased_until > now())::int AS leased,
+      // Owed, due and leased: the healthy endpoints' (the others' backlogs only grow).
+      void options.db.query(`SELECT (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = ANY ($1))::int AS owed,
+          (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = ANY ($1) AND next_at <= now())::int AS due,
+          (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = ANY ($1) AND leased_until > now())::int AS leased,
           (SELECT coalesce(sum(c.total - e.fanned_out), 0)::int FROM webhook_endpoints e JOIN project_event_counts c USING (project_id)
             WHERE e.status = 'enabled') AS unfanned,
-          (SELECT count(*) FROM audit_outbox)::int AS outbox`).then(({ rows: [row] }) => samples.push(JSON.stringify(row)), () => {});
+          (SELECT count(*) FROM audit_outbox)::int AS outbox`, [healthyIds]).then(({ rows: [row] }) => samples.push(JSON.stringify(row)), () => {});
     }, 1000);
     await changes(options, options.changes, answered);
     clearInterval(sampler);
@@ -116,8 +133,8 @@ export async function webhookDelivery(options: WebhookBenchOptions): Promise<Web
         percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99 FROM webhook_attempts`);
       console.log(`  attempts so far ${d.n}, their duration p50 ${d.p50} ms, p99 ${d.p99} ms`);
     }
-    const measured = receivers.slice();
-    const pairs = options.changes * options.endpoints;
+    const measured = healthy;
+    const pairs = options.changes * measured.length;
     const arrived = () => measured.reduce((sum, r) => sum + [...answered.keys()].filter((id) => r.byKey.has(id)).length, 0);
     await waitUntil('every delivery', () => arrived() >= pairs, 60_000);
     // Arriving before the bench read the change's answer counts as 0.
