@@ -4,7 +4,7 @@
 import https from 'node:https';
 import pg from 'pg';
 import { newId } from '../lib/ids.ts';
-import { createPool, queryFile, withTransaction } from '../lib/pool.ts';
+import { createPool, pipelined, queryFile } from '../lib/pool.ts';
 import { errorFields } from '../lib/log.ts';
 import { SYSTEM_ACTOR } from './actor.ts';
 import { recordEvent, EVENTS_CHANNEL } from './audit.ts';
@@ -37,7 +37,7 @@ export const FAILING_DISABLES_AFTER_S = 5 * 86_400;
 const PASS_GAP_MS = 5;
 const RECORD_RETRY_MS = 500;
 const LISTEN_RETRY_MS = 1000;
-/** Endpoints whose connections are kept; the least recently used is closed past it. */
+/** Endpoints whose connections and opened secrets are kept; the least recently used go past it. */
 const AGENTS_KEPT = 1000;
 /** The worker's listener to the writer's notices, by name (a web process's own is unnamed). */
 export const WEBHOOK_LISTENER = 'pms-webhooks';
@@ -55,6 +55,14 @@ interface ClaimRow {
   body: string;
   type: string;
   created_at: number;
+}
+
+/** An endpoint's secrets as sealed in its row, and opened once rather than at each attempt. */
+interface OpenedSecrets {
+  sealed: string;
+  previousSealed: string | null;
+  secret: string;
+  previousSecret: string | null;
 }
 
 interface Finished {
@@ -114,6 +122,7 @@ export class WebhookDispatcher {
   private readonly services: Services;
   private readonly pool: pg.Pool;
   private readonly agents = new Map<string, https.Agent>();
+  private readonly secrets = new Map<string, OpenedSecrets>();
   private listener: pg.Client | undefined;
   private stopped = false;
   /** Deliveries this worker holds: claimed, waiting or in flight, or finished and not yet recorded. */
@@ -139,7 +148,8 @@ export class WebhookDispatcher {
 
   constructor(services: Services) {
     const connectionString = services.pool.options.connectionString!;
-    this.pool = createPool(services.config, services.log, connectionString, 4);
+    // Pipelining: a claim's four statements, and a fan-out's two, go in one round trip.
+    this.pool = createPool(services.config, services.log, connectionString, 4, { pipelining: true });
     this.services = { ...services, pool: this.pool, db: this.pool };
     const warn = (what: string) => (err: unknown) => this.services.log.warn({ err: errorFields(err) }, what);
     this.fanOuts = new Coalesced(() => this.fanOutMoved(), warn('webhook fan-out failed'));
@@ -172,24 +182,25 @@ export class WebhookDispatcher {
     this.claims.ask();
   }
 
+  /** New events and replays together, each its own statement, on one connection: in turn, in one round trip. */
   private async fanOut(projects: string[] | null): Promise<void> {
-    for (const query of ['webhook_fanout', 'webhook_fanout_replay']) {
-      for (;;) {
-        const [row] = await queryFile<{ queued: number; more: boolean }>(this.pool, query, [projects, FANOUT_BATCH]);
-        if (!row?.more || this.stopped) break;
-      }
+    const fanOut = (client: pg.PoolClient, query: string) => queryFile<{ more: boolean }>(client, query, [projects, FANOUT_BATCH]);
+    for (;;) {
+      const more = await pipelined(this.pool, (client) => Promise.all([fanOut(client, 'webhook_fanout'), fanOut(client, 'webhook_fanout_replay')])
+        .then((answers) => answers.some(([row]) => row?.more)));
+      if (!more || this.stopped) break;
     }
   }
 
   private async claim(): Promise<void> {
     const free = this.services.config.webhookMaxInFlight * CLAIM_DEPTH - this.held;
     if (free <= 0 || this.stopped) return;
-    const rows = await withTransaction(this.pool, async (client) => {
-      await queryFile(client, 'webhook_claim_lock');
-      return queryFile<ClaimRow>(client, 'webhook_claim', [
+    const rows = await pipelined(this.pool, (client) => Promise.all([
+      queryFile(client, 'webhook_claim_lock'),
+      queryFile<ClaimRow>(client, 'webhook_claim', [
         free, this.services.config.webhookMaxInFlightPerEndpoint * CLAIM_DEPTH, leaseSeconds(this.services.config.webhookTimeoutMs),
-      ]);
-    });
+      ]),
+    ]).then(([, claimed]) => claimed), { transaction: true });
     const claimedAt = Date.now();
     this.held += rows.length;
     for (const claim of rows) {
@@ -261,20 +272,34 @@ export class WebhookDispatcher {
 
   private attempt(claim: ClaimRow, cancel: AbortSignal): Promise<AttemptResult> {
     const { config } = this.services;
-    let secret: string;
-    let previousSecret: string | null;
+    let secrets: OpenedSecrets;
     try {
-      const key = sealingKeyOf(config);
-      secret = unseal(key, claim.secret, claim.endpoint_id);
-      previousSecret = claim.previous_secret === null ? null : unseal(key, claim.previous_secret, claim.endpoint_id);
+      secrets = this.secretsOf(claim);
     } catch (err) {
       // Another SEALING_KEY than the one that sealed it: an operator's fault, not the receiver's.
       this.services.log.error({ endpoint: claim.endpoint_id, err: errorFields(err) }, 'webhook secret cannot be unsealed: is SEALING_KEY the one it was sealed with?');
       return Promise.resolve({ statusCode: null, error: 'secret unreadable', durationMs: 0, retryAfterS: null });
     }
     return attemptDelivery({
-      url: claim.url, secret, previousSecret, eventId: claim.event_id, body: deliveryBody(claim.type, Number(claim.created_at), claim.body),
+      url: claim.url, secret: secrets.secret, previousSecret: secrets.previousSecret, eventId: claim.event_id, body: deliveryBody(claim.type, Number(claim.created_at), claim.body),
     }, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs, agent: this.agentOf(claim), cancel });
+  }
+
+  /** The claim's secrets opened, once for each sealed value: a rotation seals another. */
+  private secretsOf(claim: ClaimRow): OpenedSecrets {
+    const kept = this.secrets.get(claim.endpoint_id);
+    if (kept && kept.sealed === claim.secret && kept.previousSealed === claim.previous_secret) return kept;
+    const key = sealingKeyOf(this.services.config);
+    const opened: OpenedSecrets = {
+      sealed: claim.secret,
+      previousSealed: claim.previous_secret,
+      secret: unseal(key, claim.secret, claim.endpoint_id),
+      previousSecret: claim.previous_secret === null ? null : unseal(key, claim.previous_secret, claim.endpoint_id),
+    };
+    this.secrets.delete(claim.endpoint_id);
+    if (this.secrets.size >= AGENTS_KEPT) this.secrets.delete(this.secrets.keys().next().value!);
+    this.secrets.set(claim.endpoint_id, opened);
+    return opened;
   }
 
   /** Kept-alive connections per endpoint; each was opened to an address that was checked. */
@@ -326,6 +351,10 @@ export class WebhookDispatcher {
     if (this.held === 0) this.drained?.();
   }
 
+  /**
+   * Records a batch in one statement: alone (one round trip) when every attempt succeeded, else in
+   * a transaction with the disablings it calls for, so an attempt is never seen logged before them.
+   */
   private async recordBatch(batch: Finished[]): Promise<void> {
     const schedule = this.services.config.webhookRetryScheduleS;
     const retries = batch.map(({ claim, result }) => (succeeded(result) ? null : retryDelay(schedule, claim.attempts, result.retryAfterS)));
@@ -335,13 +364,18 @@ export class WebhookDispatcher {
       last.set(claim.endpoint_id, succeeded(result));
       if (result.statusCode === 410) gone.add(claim.endpoint_id);
     }
+    const values = [
+      batch.map((f) => f.claim.endpoint_id), batch.map((f) => f.claim.event_id), batch.map((f) => f.claim.attempts),
+      batch.map(() => newId('whda')), batch.map((f) => f.claim.sequence), batch.map((f) => f.result.statusCode),
+      batch.map((f) => f.result.error), batch.map((f) => f.result.durationMs), retries, batch.map((f) => f.beganMs),
+      [...last.keys()], [...last.values()], FAILING_DISABLES_AFTER_S,
+    ];
+    if (batch.every((f) => succeeded(f.result))) {
+      await queryFile(this.pool, 'webhook_attempts_record', values);
+      return;
+    }
     await change(this.services, async (tx) => {
-      await queryFile(tx.client, 'webhook_attempts_record', [
-        batch.map((f) => f.claim.endpoint_id), batch.map((f) => f.claim.event_id), batch.map((f) => f.claim.attempts),
-        batch.map(() => newId('whda')), batch.map((f) => f.claim.sequence), batch.map((f) => f.result.statusCode),
-        batch.map((f) => f.result.error), batch.map((f) => f.result.durationMs), retries, batch.map((f) => f.beganMs),
-      ]);
-      const failing = await queryFile<{ id: string }>(tx.client, 'webhook_failing', [[...last.keys()], [...last.values()], FAILING_DISABLES_AFTER_S]);
+      const failing = await queryFile<{ id: string }>(tx.client, 'webhook_attempts_record', values);
       const disabling = new Map<string, string>([...gone].map((id) => [id, 'gone']));
       for (const { id } of failing) if (!disabling.has(id)) disabling.set(id, 'failing');
       for (const [id, reason] of disabling) {

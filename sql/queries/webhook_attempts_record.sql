@@ -1,9 +1,12 @@
--- A batch of finished attempts: each logged, and its delivery settled (done: $9 NULL) or made due
--- again after $9 seconds. Fenced by the attempt's number: a delivery claimed again since (this
--- worker's lease ran out) is not touched, but the attempt made is still logged.
+-- A batch of finished attempts, in one statement: each logged, and its delivery settled (done: $9
+-- NULL) or made due again after $9 seconds; each endpoint's failing streak begun (its last attempt
+-- failed) or ended; and the endpoints whose every attempt has failed for $13 seconds returned, to
+-- disable. Fenced by the attempt's number: a delivery claimed again since (this worker's lease ran
+-- out) is not touched, but the attempt made is still logged.
 -- $1 endpoints, $2 events, $3 attempt numbers, $4 attempt ids, $5 sequences, $6 status codes,
--- $7 errors, $8 durations in ms, $9 seconds until the next attempt, $10 when each began (ms).
--- The transaction's commit does not wait for the WAL flush: what a crash loses is sent again.
+-- $7 errors, $8 durations in ms, $9 seconds until the next attempt, $10 when each began (ms);
+-- $11 the batch's endpoints, $12 whether each one's last attempt succeeded, $13 seconds.
+-- Its commit does not wait for the WAL flush: what a crash loses is sent again.
 WITH r AS (
   SELECT *
   FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::int[], $9::float8[], $10::float8[])
@@ -17,7 +20,20 @@ WITH r AS (
   SET next_at = now() + make_interval(secs => r.retry_in_s), leased_until = NULL
   FROM r
   WHERE d.endpoint_id = r.endpoint_id AND d.event_id = r.event_id AND d.attempts = r.attempt AND r.retry_in_s IS NOT NULL
+), logged AS (
+  INSERT INTO webhook_attempts (id, endpoint_id, event_id, sequence, attempt, status_code, error, duration_ms, created_at)
+  SELECT id, endpoint_id, event_id, sequence, attempt, status_code, error, duration_ms, to_timestamp(began_ms / 1000.0)
+  FROM r, (SELECT set_config('synchronous_commit', 'off', true)) async_commit
+), v AS (
+  SELECT * FROM unnest($11::text[], $12::boolean[]) AS v (id, ok)
+), moved AS (
+  UPDATE webhook_endpoints w
+  SET failing_since = CASE WHEN v.ok THEN NULL ELSE now() END
+  FROM v
+  WHERE w.id = v.id AND (w.failing_since IS NOT NULL) = v.ok
 )
-INSERT INTO webhook_attempts (id, endpoint_id, event_id, sequence, attempt, status_code, error, duration_ms, created_at)
-SELECT id, endpoint_id, event_id, sequence, attempt, status_code, error, duration_ms, to_timestamp(began_ms / 1000.0)
-FROM r, (SELECT set_config('synchronous_commit', 'off', true)) async_commit
+-- The statement's snapshot: failing_since as it was before `moved`, as the streak's start.
+SELECT w.id
+FROM webhook_endpoints w
+JOIN v ON v.id = w.id
+WHERE NOT v.ok AND w.failing_since <= now() - make_interval(secs => $13) AND w.status = 'enabled' AND w.deleted_at IS NULL
