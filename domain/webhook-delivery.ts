@@ -21,9 +21,10 @@ const FANOUT_BATCH = 1000;
 const LEASE_MIN_SECONDS = 30;
 /**
  * Claimed per endpoint, over all workers, as a multiple of the attempts one worker runs at once
- * there: the next attempt starts as one ends, not a claim's round trips later.
+ * there: the next attempt starts as one ends, not a claim's round trips later. A lease frees when
+ * its result is recorded, so the depth must also cover a record's and a claim's time.
  */
-const CLAIM_DEPTH = 4;
+const CLAIM_DEPTH = 8;
 /** A claimed delivery not begun this long before its lease would end is handed back instead. */
 const LEASE_MARGIN_MS = 5000;
 
