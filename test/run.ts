@@ -18,6 +18,7 @@ import { readConfig } from '../lib/config.ts';
 import { createLogger } from '../lib/log.ts';
 import { connectionRefused } from '../lib/open-database.ts';
 import { oneLine, StartupError } from '../lib/startup-error.ts';
+import { databaseMade } from './citus/databases.ts';
 import { printFigures } from './support/figures.ts';
 import {
   checkMayMakeTestObjects, dropTestObjects, newRunPrefix, PREFIX_VARIABLE, startTestPostgres, type TestPostgres,
@@ -111,6 +112,7 @@ async function runTests(runTmp: string): Promise<number> {
       version = (await admin.query('SHOW server_version')).rows[0].server_version as string;
       madeAny = true;
       await admin.query(`CREATE DATABASE ${templateDb}`);
+      await databaseMade(admin, postgres.adminUrl, templateDb);
     } finally {
       await admin.end();
     }

@@ -10,6 +10,7 @@ import { startEmbedded } from '../../lib/embedded-server.ts';
 import type { Logger } from '../../lib/log.ts';
 import { sqlName } from '../../lib/open-database.ts';
 import { StartupError } from '../../lib/startup-error.ts';
+import { dropOnWorkers } from '../citus/databases.ts';
 import { freePort } from './ports.ts';
 
 export interface TestPostgres {
@@ -130,6 +131,7 @@ export async function dropTestObjects(adminUrl: string, prefix: string): Promise
         () => { dropped.roles += 1; },
         (err: Error) => { dropped.failed.push(`role ${role} (${err.message})`); });
     }
+    dropped.failed.push(...await dropOnWorkers(admin, adminUrl, prefix));
   } finally {
     await admin.end();
   }

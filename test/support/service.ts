@@ -13,6 +13,7 @@ import { createPool } from '../../lib/pool.ts';
 import { startProducer } from '../../lib/jobs.ts';
 import { createLogger } from '../../lib/log.ts';
 import { startJobWorkers, type JobWorkers } from '../../workers/start.ts';
+import { cloneDatabase } from '../citus/databases.ts';
 import { checkAcceptedRequest, checkReplyAgainstDocument } from './openapi-check.ts';
 import { testObjectName } from './postgres.ts';
 import { tempDir } from './tmp.ts';
@@ -58,7 +59,7 @@ export async function createTestDatabase(): Promise<string> {
   const admin = new pg.Client({ connectionString: env('TEST_PG_ADMIN_URL') });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${env('TEST_TEMPLATE_DB')}`);
+    await cloneDatabase(admin, env('TEST_PG_ADMIN_URL'), name, env('TEST_TEMPLATE_DB'));
   } finally {
     await admin.end();
   }
