@@ -18,11 +18,11 @@ export async function loadScaleProject(db: pg.Pool, projectId: string, consumerI
            'modi_4a1f0c9e2b7d58136e20', 'mlyi_1a0f9e8d7c6b5a493827', now_seconds() - make_interval(secs => g), now_seconds()
     FROM generate_series(1, ${SCALE.apps}) g`, [projectId]);
   await db.query(`
-    INSERT INTO app_data_fields (id, app_id, position, name, type_id, placeholder, required)
-    SELECT ${ID('madi', 'a.id')}, a.id, 0, 'text', 'mdti_fdd932b23e1fa82aa942', '', true FROM apps a WHERE a.project_id = $1`, [projectId]);
+    INSERT INTO app_data_fields (id, app_id, project_id, position, name, type_id, placeholder, required)
+    SELECT ${ID('madi', 'a.id')}, a.id, a.project_id, 0, 'text', 'mdti_fdd932b23e1fa82aa942', '', true FROM apps a WHERE a.project_id = $1`, [projectId]);
   await db.query(`
-    INSERT INTO app_instructions (id, app_id, position, type, instruction)
-    SELECT ${ID('miid', 'a.id')}, a.id, 0, 'system', 'Summarize.' FROM apps a WHERE a.project_id = $1`, [projectId]);
+    INSERT INTO app_instructions (id, app_id, project_id, position, type, instruction)
+    SELECT ${ID('miid', 'a.id')}, a.id, a.project_id, 0, 'system', 'Summarize.' FROM apps a WHERE a.project_id = $1`, [projectId]);
   // Numbered after the project's own events, older first; not chained (the bench reads no hash, and
   // this project's chain is not verified): each row's hash is a stand-in of the right shape, since
   // an event without one is refused (sql/migrations/0015). Each with its JSON as the writer stores

@@ -84,7 +84,7 @@ for (const endpoint of Object.values(ENDPOINTS)) {
       // As for a key the service knows from memory: the endpoint's own statements, without the
       // key check (GET /v1/key/current's read of the key is that check: the twin makes it too).
       const result = endpoint === ENDPOINTS.keyCurrent
-        ? endpoint.handler(new KeyCheckedDatabase(reads, caller!.id), request)
+        ? endpoint.handler(new KeyCheckedDatabase(reads, caller!.id, caller!.project_id), request)
         : endpoint.runs === 'inline' ? endpoint.handler(reads, request) : endpoint.handler(services, request);
       // The service's own envelope writer: the same bytes, the same two headers.
       result.then((done) => sendSerializedEnvelope(res, done.status, responseJson(done)), () => sendSerializedEnvelope(res, 503, '"twin failed"'))

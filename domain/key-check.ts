@@ -32,7 +32,7 @@ function ridingText(config: pg.QueryConfig, keyParam: number): string {
   const cacheKey = config.name === undefined ? undefined : `${config.name}/${keyParam}`;
   let text = cacheKey === undefined ? undefined : ridingTexts.get(cacheKey);
   if (text === undefined) {
-    text = fillTemplate('key_check_riding', { key: `$${keyParam}`, statement: config.text.trimEnd().replace(/;$/, '') });
+    text = fillTemplate('key_check_riding', { key: `$${keyParam}`, project: `$${keyParam + 1}`, statement: config.text.trimEnd().replace(/;$/, '') });
     if (cacheKey !== undefined) ridingTexts.set(cacheKey, text);
   }
   return text;
@@ -46,21 +46,24 @@ export class KeyCheckedDatabase implements Database {
   #pending: boolean;
   readonly #pool: Database;
   readonly #keyId: string;
+  /** The key's project: its checks read the key's row where the project's rows are (docs/citus.md). */
+  readonly #projectId: string;
 
   /** `checked`: authentication looked the key up for this very request. */
-  constructor(pool: Database, keyId: string, checked = false) {
+  constructor(pool: Database, keyId: string, projectId: string, checked = false) {
     this.#pool = pool;
     this.#keyId = keyId;
+    this.#projectId = projectId;
     this.#pending = !checked;
   }
 
   async query(config: Statement): Promise<pg.QueryResult> {
     if (!this.#pending) return this.#pool.query(config);
-    const values = [...(config.values ?? []), this.#keyId];
+    const values = [...(config.values ?? []), this.#keyId, this.#projectId];
     // Array rows, built once into the statement's own rows: a page of rows is the thread's main work.
     const result = await this.#pool.query({
       name: config.name === undefined ? undefined : `${config.name}+key`,
-      text: ridingText(config, values.length),
+      text: ridingText(config, values.length - 1),
       values,
       rowMode: 'array',
       lane: config.lane,
@@ -88,14 +91,14 @@ export class KeyCheckedDatabase implements Database {
   }
 
   async begin(client: pg.PoolClient): Promise<void> {
-    const text = fillTemplate('key_check_begin', { begin: transactionWords(this).begin, key: client.escapeLiteral(this.#keyId) });
+    const text = fillTemplate('key_check_begin', { begin: transactionWords(this).begin, key: client.escapeLiteral(this.#keyId), project: client.escapeLiteral(this.#projectId) });
     const results = await client.query(text) as unknown as pg.QueryResult[];
     this.#settle(results[1]?.rows[0]?.key_check);
   }
 
   /** What of the caller's key can change, read with its check: a statement that is the check itself. */
   async callerNow(): Promise<KeyNow> {
-    const [row] = await queryFile<KeyNow>(this.#pool, 'key_caller', [this.#keyId]);
+    const [row] = await queryFile<KeyNow>(this.#pool, 'key_caller', [this.#keyId, this.#projectId]);
     this.#settle(row?.status);
     return row!;
   }
@@ -112,7 +115,7 @@ export class KeyCheckedDatabase implements Database {
   /** The check on its own round trip, unless a statement already carried it. */
   async confirm(): Promise<void> {
     if (!this.#pending) return;
-    const [row] = await queryFile<{ key_check: string | null }>(this.#pool, 'key_check', [this.#keyId]);
+    const [row] = await queryFile<{ key_check: string | null }>(this.#pool, 'key_check', [this.#keyId, this.#projectId]);
     this.#settle(row?.key_check);
   }
 
@@ -142,8 +145,8 @@ export function changeKeyRefusal(err: unknown): unknown {
 
 /** Runs a request's work so its key is checked before any answer comes back, and in each change. */
 export async function withKeyCheck<T>(pool: Database, request: DomainRequest, work: (db: Database) => Promise<T>): Promise<T> {
-  if (request.keyChecked) return work(new KeyCheckedDatabase(pool, request.caller.id, true));
-  const db = new KeyCheckedDatabase(pool, request.caller.id);
+  if (request.keyChecked) return work(new KeyCheckedDatabase(pool, request.caller.id, request.caller.project_id, true));
+  const db = new KeyCheckedDatabase(pool, request.caller.id, request.caller.project_id);
   let result: T;
   try {
     result = await work(db);

@@ -40,7 +40,7 @@ export function authenticate(db: LanedDatabase, known: KnownKeys, log: Logger, r
     if (touchedAtMs.size >= LAST_USED_MEMORY_KEYS) touchedAtMs.clear();
     touchedAtMs.set(key.id, nowMs);
     // A write: on a connection of its own, not on a lane, where its commit would hold up reads.
-    queryFile(db.pool, 'key_touch_last_used', [key.id]).catch((err) => {
+    queryFile(db.pool, 'key_touch_last_used', [key.id, key.project_id]).catch((err) => {
       touchedAtMs.delete(key.id);
       log.warn({ err: errorFields(err), keyId: key.id }, 'could not record last use');
     });

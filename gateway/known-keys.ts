@@ -35,7 +35,7 @@ export class KnownKeys {
   /** The caller's key checked now, unless authentication looked it up for this request. */
   async check(req: GatewayRequest): Promise<void> {
     if (req.callerChecked) return;
-    await new KeyCheckedDatabase(this.#db, req.caller!.id).confirm();
+    await new KeyCheckedDatabase(this.#db, req.caller!.id, req.caller!.project_id).confirm();
     req.callerChecked = true;
   }
 }

@@ -4,7 +4,7 @@
 -- touched. The plan's admission comes last, so a creation waits for others only near the app
 -- limit; a refused plan fails the statement. outcome: created | unknown | no-image-model.
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check(:checked_key) AS ok
+  SELECT change_key_check(:checked_key, :project_id) AS ok
 ), category AS (
   SELECT CASE WHEN :needs_image_model::boolean THEN c.image_model_id ELSE c.model_id END AS model_id
   FROM categories c WHERE c.name = :category
@@ -25,14 +25,14 @@ WITH checked AS MATERIALIZED (
   SELECT :id, :project_id, :name, :description, :category, :type, :status, d.model_id, d.build_id FROM decision d WHERE d.outcome = 'created' AND (SELECT ok FROM checked)
   RETURNING id, unix_seconds(created_at) AS created_at
 ), fields AS (
-  INSERT INTO app_data_fields (id, app_id, position, name, type_id, placeholder, required)
-  SELECT f.id, app.id, f.position, f.name, f.type_id, f.placeholder, f.required
+  INSERT INTO app_data_fields (id, app_id, project_id, position, name, type_id, placeholder, required)
+  SELECT f.id, app.id, :project_id, f.position, f.name, f.type_id, f.placeholder, f.required
   FROM app, unnest(:field_ids::text[], :field_positions::int[], :field_names::text[], :field_types::text[], :field_placeholders::text[], :field_required::boolean[])
     AS f (id, position, name, type_id, placeholder, required)
   RETURNING 1
 ), instructions AS (
-  INSERT INTO app_instructions (id, app_id, position, type, instruction)
-  SELECT i.id, app.id, i.position, i.type, i.instruction
+  INSERT INTO app_instructions (id, app_id, project_id, position, type, instruction)
+  SELECT i.id, app.id, :project_id, i.position, i.type, i.instruction
   FROM app, unnest(:instruction_ids::text[], :instruction_positions::int[], :instruction_types::text[], :instruction_texts::text[]) AS i (id, position, type, instruction)
   RETURNING 1
 )

@@ -4,7 +4,7 @@
 -- planner picks: so the caller's key is checked and held first (a refusal fails the statement),
 -- and checked even when there is no such app. No row: no such app of the project.
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check(:checked_key) AS ok
+  SELECT change_key_check(:checked_key, :project_id) AS ok
 ), deleted AS (
   UPDATE apps SET deleted_at = now_seconds(), updated_at = now_seconds()
   WHERE id = :id AND project_id = :project_id AND deleted_at IS NULL AND (SELECT ok FROM checked)

@@ -4,7 +4,7 @@
 -- app is locked, even when there is none. A refused or empty edit writes and hands over nothing;
 -- :name, :description, :type are NULL when not sent. No row: no such app of the project.
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check(:checked_key) AS ok
+  SELECT change_key_check(:checked_key, :project_id) AS ok
 ), old AS MATERIALIZED (
   SELECT a.id, a.name, a.description, a.type, a.status, a.model_id, a.model_build_id,
          unix_seconds(a.created_at) AS created_at, unix_seconds(a.updated_at) AS updated_at,

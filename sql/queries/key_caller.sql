@@ -3,4 +3,4 @@
 -- may shorten its expiry). No row: refused; status expired: 401.
 SELECT status, expires_at, last_used_at, updated_at
 FROM api_key_usable
-WHERE id = $1
+WHERE id = $1 AND project_id = $2

@@ -4,7 +4,7 @@
 -- so that one checked after this began finds the key revoked. An expiry that passed unmarked is
 -- recorded first (:system_origin, :system_ip_address). No row: no such key, or revoked already.
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check(:checked_key) AS ok
+  SELECT change_key_check(:checked_key, :project_id) AS ok
 ), held AS MATERIALIZED (
   SELECT hold_changes_of('key', :id) WHERE (SELECT ok FROM checked)
 ), before AS (

@@ -7,7 +7,7 @@
 -- calling key, $11 key.created's id, $12 key.rolled's id, $13 origin, $14 actor key, $15 ip,
 -- $16 the calling key's rate limit (NULL: none).
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check($3) AS ok
+  SELECT change_key_check($3, $2) AS ok
 ), held AS MATERIALIZED (
   -- One row whether or not the hold was taken, so that `old` waits on it either way.
   SELECT count(*) AS n FROM (SELECT hold_changes_of('key', $1) WHERE $4::int = 0 AND (SELECT ok FROM checked)) h
@@ -22,7 +22,7 @@ WITH checked AS MATERIALIZED (
     WHEN o.status = 'expired' THEN 'expired'
     WHEN NOT (o.scope <@ $9::text[]) THEN 'scope'
     WHEN rate_limit_looser(o.rate_limit, $16::jsonb) THEN 'rate_limit'
-    WHEN key_within_caller_life($10, unix_seconds(o.expires_at)) THEN NULL
+    WHEN key_within_caller_life($10, unix_seconds(o.expires_at), $2) THEN NULL
   END AS refusal
   FROM old o
 ), created AS (

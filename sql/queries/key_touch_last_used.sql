@@ -3,5 +3,5 @@
 -- call"), and the process recognising a key from memory records the use before the call's check.
 UPDATE api_keys k
 SET last_used_at = now_seconds()
-WHERE k.id = $1 AND (k.last_used_at IS NULL OR k.last_used_at <= now() - interval '60 seconds')
-  AND EXISTS (SELECT FROM api_key_usable u WHERE u.id = k.id AND u.status = 'activated')
+WHERE k.id = $1 AND k.project_id = $2 AND (k.last_used_at IS NULL OR k.last_used_at <= now() - interval '60 seconds')
+  AND EXISTS (SELECT FROM api_key_usable u WHERE u.id = k.id AND u.project_id = k.project_id AND u.status = 'activated')

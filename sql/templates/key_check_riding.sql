@@ -2,7 +2,7 @@
 -- activated key; pms_row marks its rows, and an empty result is one row with the outcome alone.
 -- MATERIALIZED: inlined, the check would run twice. The lateral reference to c forces a nested
 -- loop with c outside, so the statement's rows keep their order without a sort.
-WITH c AS MATERIALIZED (SELECT (SELECT status FROM api_key_usable WHERE id = {{key}}) AS pms_key_check)
+WITH c AS MATERIALIZED (SELECT (SELECT status FROM api_key_usable WHERE id = {{key}} AND project_id = {{project}}) AS pms_key_check)
 SELECT c.pms_key_check, q.*
 FROM c
 LEFT JOIN LATERAL (

@@ -8,4 +8,4 @@ SELECT k.*
 FROM created k,
   LATERAL (SELECT hand_over_event(:event_id, :project_id, 'key.created', 'key', k.id, :origin, :actor_id, :ip_address, :details, k.created_at)) handed_over
 -- The caller's expiry as stored: the one a web process remembers may predate a roll.
-WHERE key_within_caller_life(:checked_key, k.expires_at)
+WHERE key_within_caller_life(:checked_key, k.expires_at, :project_id)

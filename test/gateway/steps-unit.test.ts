@@ -123,7 +123,7 @@ test('for a caller known from memory, the refusal waits for the key\'s check, an
   const req = fakeRequest({ caller, callerChecked: false });
   const ended = await nextOf(inSequence([requireScope('app:write')], createRefusals(log, known)), req, res);
   assert.equal(ended, false);
-  assert.deepEqual(checks, [[caller.id]], 'one check of the caller\'s key');
+  assert.deepEqual(checks, [[caller.id, caller.project_id]], 'one check of the caller\'s key');
   assert.deepEqual(sent.map(({ status, body }) => ({ status, body })), [
     { status: 403, body: `{"code":403,"title":"Forbidden","response":${JSON.stringify(errors.keyRefused().message)}}` },
   ]);
