@@ -17,7 +17,7 @@ import { declaresNoBody } from '../gateway/body-limit.ts';
 import { sendSerializedEnvelope } from '../gateway/envelope.ts';
 import { KeyCheckedDatabase } from '../domain/key-check.ts';
 import { responseJson, type CallerKey, type DomainRequest } from '../domain/requests.ts';
-import { hashSecret } from '../domain/secrets.ts';
+import { hashSecret, secretProject } from '../domain/secrets.ts';
 import { readConfig } from '../lib/config.ts';
 import { openLanedDatabase } from '../lib/lanes.ts';
 import { queryFile, STATEMENT_SEPARATOR } from '../lib/pool.ts';
@@ -60,7 +60,7 @@ const services = { pool, db: pool, boss, log, config: readConfig({}) };
 const tls = { cert: readFileSync(process.env.TLS_CERT_FILE!), key: readFileSync(process.env.TLS_KEY_FILE!) };
 const server = restify.createServer({ name: '', httpsServerOptions: tls, handleUncaughtExceptions: false });
 
-const [caller] = await queryFile<CallerKey>(pool, 'key_authenticate', [hashSecret(secret!)]);
+const [caller] = await queryFile<CallerKey>(pool, 'key_authenticate', [hashSecret(secret!), secretProject(secret!)]);
 if (!caller) throw new Error('the bench key does not authenticate');
 
 /** The body as text; one the request does not declare is not read, as the service's body step does not read it. */

@@ -23,7 +23,7 @@ export interface ApiKey {
 }
 
 export interface ApiKeyWithSecret extends ApiKey {
-  /** 43 random base62 characters, then their CRC32 as 6 base62 characters (README, "Key secrets"). */
+  /** 43 random base62 characters, the project in 14, then the CRC32 of those 57 as 6 base62 characters (using-the-api.md, "Key secrets"). */
   key: string;
 }
 

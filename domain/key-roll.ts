@@ -28,7 +28,7 @@ export async function rollKey(services: Services, req: DomainRequest) {
   const actor = apiActor(req);
   // The scope rule stays in scopes.ts: the statement is given every scope the caller may grant.
   const grantable = KNOWN_SCOPES.filter((scope) => holdsScope(req.caller.scope, scope));
-  const minted = mintKey();
+  const minted = mintKey(req.caller.project_id);
   const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<KeyRow & { refusal: 'expired' | 'scope' | 'rate_limit' | null }>(db, 'key_roll', [
     id, req.caller.project_id, checkedKey, graceS, minted.id, req.caller.created_by, minted.hash, minted.preview, grantable,
     req.caller.id, newId('evnt'), newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip, req.caller.rate_limit,

@@ -112,14 +112,14 @@ export function parseNewKey(body: Record<string, unknown>, caller: { scope: read
 }
 
 /** A new key's id and secret, and what of the secret is stored: every key's, made once here. */
-export function mintKey() {
-  const secret = newSecret();
+export function mintKey(projectId: string) {
+  const secret = newSecret(projectId);
   return { id: newId('papi'), secret, hash: hashSecret(secret), preview: previewOf(secret) };
 }
 
 /** A new key's row as key_insert.sql takes it, with its secret; `callerLimit` the making key's. */
 function newKeyValues(projectId: string, consumerId: string, input: NewKey, callerLimit: RateLimit | null) {
-  const { id, secret, hash, preview } = mintKey();
+  const { id, secret, hash, preview } = mintKey(projectId);
   const values = {
     id, project_id: projectId, created_by: consumerId, name: input.name,
     secret_hash: hash, key_preview: preview, scope: input.scope, expires_at: input.expiresAt,

@@ -1,6 +1,7 @@
-// Key secrets: `sk-project-`, 43 random base62 characters (256 bits), then a base62 CRC32 of them,
-// so a malformed value is refused without a lookup and scanners can tell real secrets. Secrets
-// without the checksum (older ones) keep working.
+// Key secrets: `sk-project-`, 43 random base62 characters (256 bits), the key's project id in 14
+// base62 characters (so its lookup goes to one shard: docs/citus.md), then a base62 CRC32 of them,
+// so a malformed value is refused without a lookup and scanners can tell real secrets. Older
+// secrets (no project; no checksum) keep working.
 import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
@@ -14,6 +15,29 @@ const CHECKSUM_CHARS = 6;
 const UNBIASED_LIMIT = 248;
 const LEGACY_SHAPE = /^sk-project-[0-9A-Za-z]{43}$/;
 const CHECKSUMMED_SHAPE = /^sk-project-([0-9A-Za-z]{43})([0-9A-Za-z]{6})$/;
+const ROUTED_SHAPE = /^sk-project-([0-9A-Za-z]{43}([0-9A-Za-z]{14}))([0-9A-Za-z]{6})$/;
+/** A project id's 20 hex digits (80 bits) fit 14 base62 characters (62^14 > 2^80). */
+const PROJECT_CHARS = 14;
+const PROJECT_ID = /^proj_([0-9a-f]{20})$/;
+const PROJECT_LIMIT = 1n << 80n;
+
+function projectPart(projectId: string): string | undefined {
+  const hex = PROJECT_ID.exec(projectId)?.[1];
+  if (hex === undefined) return undefined;
+  let value = BigInt(`0x${hex}`);
+  let out = '';
+  for (let i = 0; i < PROJECT_CHARS; i++) {
+    out = BASE62[Number(value % 62n)] + out;
+    value /= 62n;
+  }
+  return out;
+}
+
+function projectOf(part: string): string | undefined {
+  let value = 0n;
+  for (const c of part) value = value * 62n + BigInt(BASE62.indexOf(c));
+  return value < PROJECT_LIMIT ? `proj_${value.toString(16).padStart(20, '0')}` : undefined;
+}
 
 function checksumOf(random: string): string {
   let value = crc32(random);
@@ -25,14 +49,16 @@ function checksumOf(random: string): string {
   return out;
 }
 
-export function newSecret(): string {
+/** A new secret of the project's key; without the project's part when its id is not one the service makes. */
+export function newSecret(projectId: string): string {
   let random = '';
   while (random.length < RANDOM_CHARS) {
     for (const byte of randomBytes(64)) {
       if (byte < UNBIASED_LIMIT && random.length < RANDOM_CHARS) random += BASE62[byte % 62];
     }
   }
-  return `${SECRET_PREFIX}${random}${checksumOf(random)}`;
+  const body = random + (projectPart(projectId) ?? '');
+  return `${SECRET_PREFIX}${body}${checksumOf(body)}`;
 }
 
 /** What looks like a secret inside a text bound for a log (one a client sent by mistake in a path or a header). */
@@ -60,9 +86,19 @@ export function holdsSecret(text: string): boolean {
 
 /** Whether a bearer value can be a secret (a valid checksum, or the older shape), before any lookup. */
 export function couldBeSecret(value: string): boolean {
-  if (LEGACY_SHAPE.test(value)) return true;
+  return secretProject(value) !== undefined;
+}
+
+/**
+ * Before any lookup: the project a bearer value's secret names, null for a secret of an older
+ * shape (which names none), undefined for a value no secret can be (its shape, its checksum).
+ */
+export function secretProject(value: string): string | null | undefined {
+  const routed = ROUTED_SHAPE.exec(value);
+  if (routed !== null) return checksumOf(routed[1]!) === routed[3] ? projectOf(routed[2]!) : undefined;
+  if (LEGACY_SHAPE.test(value)) return null;
   const parts = CHECKSUMMED_SHAPE.exec(value);
-  return parts !== null && checksumOf(parts[1]!) === parts[2];
+  return parts !== null && checksumOf(parts[1]!) === parts[2] ? null : undefined;
 }
 
 /** One-shot, without a Hash object per call: every request hashes its bearer (UTF-8). */

@@ -6,7 +6,7 @@ import type { Response } from 'restify';
 import { errors, type ApiError } from '../domain/errors.ts';
 import type { CallerKey } from '../domain/requests.ts';
 import { keyRefusal } from '../domain/key-check.ts';
-import { couldBeSecret, hashSecret } from '../domain/secrets.ts';
+import { hashSecret, secretProject } from '../domain/secrets.ts';
 import type { LanedDatabase } from '../lib/lanes.ts';
 import { queryFile } from '../lib/pool.ts';
 import { errorFields, type Logger } from '../lib/log.ts';
@@ -21,6 +21,17 @@ export const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/openapi.json', AUD
 const LAST_USED_RESOLUTION_MS = 60_000;
 /** Bounds the memory of which keys this process touched recently. */
 const LAST_USED_MEMORY_KEYS = 50_000;
+
+/** The key by its secret's hash, in the project the secret names, or else the one its route names. */
+async function lookUp(db: LanedDatabase, hash: Buffer, project: string | null): Promise<CallerKey | undefined> {
+  if (project === null) {
+    const [route] = await queryFile<{ project_id: string }>(db, 'key_route', [hash]);
+    if (!route) return undefined;
+    project = route.project_id;
+  }
+  const [row] = await queryFile<CallerKey>(db, 'key_authenticate', [hash, project]);
+  return row;
+}
 
 /** No row: unknown, revoked, or its project or consumer disabled (the query decides). */
 function refusal(row: CallerKey | undefined): ApiError | undefined {
@@ -67,8 +78,9 @@ export function authenticate(db: LanedDatabase, known: KnownKeys, log: Logger, r
     const header = req.headers.authorization;
     if (typeof header !== 'string' || !header.startsWith(BEARER)) return next(errors.noKey());
     const secret = header.slice(BEARER.length);
+    const project = secretProject(secret);
     // Not a secret's shape, or its checksum fails: the unknown key's answer, without a lookup.
-    if (!couldBeSecret(secret)) {
+    if (project === undefined) {
       if (!overBudget(req, res, next)) next(keyRefusal(false));
       return;
     }
@@ -83,7 +95,7 @@ export function authenticate(db: LanedDatabase, known: KnownKeys, log: Logger, r
       return next();
     }
     if (overBudget(req, res, next)) return;
-    queryFile<CallerKey>(db, 'key_authenticate', [hash]).then(([row]) => {
+    lookUp(db, hash, project).then((row) => {
       const refused = refusal(row);
       if (refused) return next(refused);
       throttle.giveBack(req.clientIp);

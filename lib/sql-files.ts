@@ -171,6 +171,7 @@ const LANE_QUERIES: ReadonlySet<string> = new Set([
   'key_caller',
   'key_check',
   'key_find',
+  'key_route',
 ]);
 
 const QUERY_SOURCES: ReadonlyMap<string, string> = readDir(path.join(SQL_DIR, 'queries'));

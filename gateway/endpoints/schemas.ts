@@ -76,7 +76,7 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     description: 'At most `limit` requests in each window of `window_s` seconds, over every web process; null for none. Fixed when the key is made.',
   },
   ApiKey: object(keyMembers),
-  ApiKeyWithSecret: object({ ...keyMembers, key: { type: 'string', pattern: '^sk-project-[0-9A-Za-z]{49}$', description: '43 random base62 characters, then their CRC32 as 6 base62 characters (README, "Key secrets").' } }),
+  ApiKeyWithSecret: object({ ...keyMembers, key: { type: 'string', pattern: '^sk-project-[0-9A-Za-z]{63}$', description: '43 random base62 characters, the project in 14, then the CRC32 of those 57 as 6 base62 characters (using-the-api.md, "Key secrets").' } }),
   Deleted: object({ deleted: { const: true }, id: { type: 'string' } }),
   AppSummary: object(appMembers),
   AppListEntry: object({

@@ -48,7 +48,7 @@ test('exactly these statements ride a lane, each a single read that locks nothin
   const riding = queryNames().filter(ridesLane);
   assert.deepEqual(riding, [
     'app_find_readable', 'event_chain_heads', 'event_find', 'event_list_version',
-    'key_authenticate', 'key_caller', 'key_check', 'key_find',
+    'key_authenticate', 'key_caller', 'key_check', 'key_find', 'key_route',
   ]);
   for (const name of riding) {
     const text = queryText(name).replace(/--.*$/gm, '').trim();

@@ -122,7 +122,7 @@ test('GET /v1/key/current from memory answers the very bytes the key object is e
 
 /** A key row written by SQL in a transaction of the caller's, as a key creation writes it. */
 async function insertKey(client: pg.Pool | pg.Client, target: TestProject): Promise<string> {
-  const secret = newSecret();
+  const secret = newSecret(target.projectId);
   await client.query(
     `INSERT INTO api_keys (id, project_id, created_by, name, secret_hash, key_preview, scope) VALUES ($1, $2, $3, 'raced', $4, $5, '{*}')`,
     [`papi_${randomBytes(10).toString('hex')}`, target.projectId, target.consumerId, hashSecret(secret), previewOf(secret)],

@@ -1,7 +1,7 @@
-// Checksummed secrets (README, "Key secrets"): `sk-project-`, 43 random base62 characters, then
-// the CRC32 of those 43 as 6 base62 characters. A bearer value of another shape, or whose
-// checksum fails, is refused with the unknown key's 403 without a database lookup; secrets made
-// before the checksum keep working.
+// Checksummed secrets (using-the-api.md, "Key secrets"): `sk-project-`, 43 random base62
+// characters, the project in 14, then the CRC32 of those 57 as 6 base62 characters. A bearer value
+// of another shape, or whose checksum fails, is refused with the unknown key's 403 without a
+// database lookup; secrets made before the checksum, or before the project part, keep working.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
@@ -16,6 +16,14 @@ let service: TestService;
 let p: TestProject;
 let lookups: LookupCounter;
 
+/** The CRC32 of the text as 6 base62 characters, most significant first. */
+function checksum(text: string): string {
+  let value = crc32(text);
+  let out = '';
+  for (let i = 0; i < 6; i++, value = Math.floor(value / 62)) out = BASE62[value % 62] + out;
+  return out;
+}
+
 before(async () => {
   service = await TestService.start({ jobWorkers: false, env: { AUTH_REFUSALS_PER_MINUTE: '0' } });
   p = await service.createProject('Secrets');
@@ -26,13 +34,25 @@ after(async () => {
   await service?.stop();
 });
 
-test('a new secret is the prefix, 43 random base62 characters and their CRC32 in 6 base62 characters', async () => {
+test('a new secret is the prefix, 43 random base62 characters, the project in 14 and their CRC32 in 6', async () => {
   for (const secret of [p.key, (await createKey(service, p.key, { name: 'checksummed' })).key]) {
-    const match = /^sk-project-([0-9A-Za-z]{43})([0-9A-Za-z]{6})$/.exec(secret);
+    const match = /^sk-project-([0-9A-Za-z]{43}([0-9A-Za-z]{14}))([0-9A-Za-z]{6})$/.exec(secret);
     assert.ok(match, secret.slice(0, 14));
-    const checksum = [...match[2]!].reduce((value, c) => value * 62 + BASE62.indexOf(c), 0);
+    const project = [...match[2]!].reduce((value, c) => value * 62n + BigInt(BASE62.indexOf(c)), 0n);
+    assert.equal(`proj_${project.toString(16).padStart(20, '0')}`, p.projectId);
+    const checksum = [...match[3]!].reduce((value, c) => value * 62 + BASE62.indexOf(c), 0);
     assert.equal(checksum, crc32(match[1]!));
   }
+});
+
+test('a secret whose project part names another project is refused as an unknown one', async () => {
+  const other = await service.createProject('Other');
+  const made = await createKey(service, p.key, { name: 'named elsewhere', scope: ['key:read'] });
+  const body = made.key.slice('sk-project-'.length, -6);
+  const elsewhere = body.slice(0, 43) + other.key.slice('sk-project-'.length + 43, -6);
+  const forged = `sk-project-${elsewhere}${checksum(elsewhere)}`;
+  await service.db.query('UPDATE api_keys SET secret_hash = $2 WHERE id = $1', [made.id, createHash('sha256').update(forged).digest()]);
+  assertError(await service.request('GET', '/v1/key/current', { headers: { authorization: `Bearer ${forged}` } }), 403, MESSAGES.refused);
 });
 
 test('a wrong checksum or shape: the unknown key\'s 403, without a database lookup', async (t) => {
@@ -47,11 +67,12 @@ test('a wrong checksum or shape: the unknown key\'s 403, without a database look
   assertSuccess(await service.request('GET', '/v1/key/current', { key: p.key }), 200);
 });
 
-test('a secret made before checksums (43 characters alone) keeps working', async () => {
-  const legacy = `sk-project-${'Legacy0'.repeat(6)}X`;
-  assert.equal(legacy.length, 'sk-project-'.length + 43);
-  const made = await createKey(service, p.key, { name: 'made before checksums', scope: ['key:read'] });
-  await service.db.query('UPDATE api_keys SET secret_hash = $2 WHERE id = $1', [made.id, createHash('sha256').update(legacy).digest()]);
-  const current = assertSuccess(await service.request('GET', '/v1/key/current', { key: legacy }), 200);
-  assert.equal(current.id, made.id);
+test('secrets made before checksums (43 characters alone), or before the project part, keep working', async () => {
+  const random = 'Legacy0'.repeat(6) + 'X';
+  for (const legacy of [`sk-project-${random}`, `sk-project-${random}${checksum(random)}`]) {
+    const made = await createKey(service, p.key, { name: 'made before', scope: ['key:read'] });
+    await service.db.query('UPDATE api_keys SET secret_hash = $2 WHERE id = $1', [made.id, createHash('sha256').update(legacy).digest()]);
+    const current = assertSuccess(await service.request('GET', '/v1/key/current', { key: legacy }), 200);
+    assert.equal(current.id, made.id);
+  }
 });
