@@ -293,7 +293,8 @@ export async function findApp(db: Queryable, appId: string): Promise<AppRow> {
 
 /** An app a workspace command changes, locked until its transaction ends (app_lock_any). */
 async function lockApp(tx: Tx, appId: string): Promise<AppRow> {
-  const [app] = await queryFile<AppRow>(tx.client, 'app_lock_any', [appId]);
+  const { project_id } = await findApp(tx.client, appId);
+  const [app] = await queryFile<AppRow>(tx.client, 'app_lock_any', [appId, project_id]);
   if (!app) throw new NotFound(`No app ${appId}.`);
   return app;
 }
@@ -325,7 +326,7 @@ export async function setLogo(services: Services, actor: Actor, appId: string, f
     await queryFile(tx.client, 'file_insert', {
       id: fileId, project_id: app.project_id, name: path.basename(filePath), size_bytes: content.length, is_image: image, content,
     });
-    const [updated] = await queryFile<{ updated_at: number }>(tx.client, 'app_set_logo', [appId, fileId]);
+    const [updated] = await queryFile<{ updated_at: number }>(tx.client, 'app_set_logo', [appId, fileId, app.project_id]);
     await recordEvent(tx, actor, {
       projectId: app.project_id,
       type: 'app.logo_changed',
@@ -339,8 +340,8 @@ export async function setLogo(services: Services, actor: Actor, appId: string, f
 
 export async function activateApp(services: Services, actor: Actor, appId: string) {
   return change(services, async (tx) => {
-    await lockApp(tx, appId);
-    const [activated] = await queryFile<{ id: string; project_id: string; updated_at: number }>(tx.client, 'app_activate', [appId]);
+    const app = await lockApp(tx, appId);
+    const [activated] = await queryFile<{ id: string; project_id: string; updated_at: number }>(tx.client, 'app_activate', [appId, app.project_id]);
     // Already activated: nothing changed, nothing to record.
     if (activated) {
       await recordEvent(tx, actor, {

@@ -70,8 +70,10 @@ export async function disableConsumer(services: Services, actor: Actor, consumer
   return change(services, async (tx) => {
     const [exists] = await queryFile(tx.client, 'consumer_exists', [consumerId]);
     if (!exists) throw new NotFound(`No consumer ${consumerId}.`);
+    await queryFile(tx.client, 'change_in_sequence');
     await queryFile(tx.client, 'changes_hold', ['consumer', consumerId]);
     const rows = await queryFile<{ id: string; project_id: string; updated_at: number }>(tx.client, 'consumer_disable', [consumerId]);
+    await queryFile(tx.client, 'consumer_keys_disable', [consumerId]);
     for (const row of rows) {
       await recordEvent(tx, actor, {
         projectId: row.project_id,

@@ -36,8 +36,10 @@ export async function storeRun(services: Services, report: RunFinished): Promise
 
 export async function recomputeTotals(services: Services, job: TotalsJob): Promise<void> {
   await withTransaction(services.pool, async (client) => {
-    await queryFile(client, 'app_lock_for_totals', [job.app_id]);
-    await queryFile(client, 'app_totals_recompute', [job.app_id, job.project_id]);
+    const [app] = await queryFile<{ project_id: string }>(client, 'app_owner', [job.app_id]);
+    if (!app) return;
+    await queryFile(client, 'app_lock_for_totals', [job.app_id, app.project_id]);
+    await queryFile(client, 'app_totals_recompute', [job.app_id, job.project_id, app.project_id]);
   });
 }
 

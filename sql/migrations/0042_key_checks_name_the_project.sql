@@ -2,6 +2,20 @@
 -- change's statement is routed to, and a lookup by id alone would ask every shard (docs/citus.md).
 -- The same rules as 0014, 0017, 0009 and 0021; their one-project-less forms stay for the processes
 -- of the release before while it rolls over.
+
+-- A change's advisory lock, taken through its project's row: on Citus on the node that holds the
+-- project's rows, wherever the function taking it runs (a statement routed there, or the
+-- coordinator), so a change and a revocation or disable meet on one node; here one probe more.
+CREATE FUNCTION project_lock(project text, class integer, key integer, exclusive boolean) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  IF exclusive THEN
+    PERFORM pg_advisory_xact_lock(class, key) FROM projects WHERE id = project;
+  ELSE
+    PERFORM pg_advisory_xact_lock_shared(class, key) FROM projects WHERE id = project;
+  END IF;
+END
+$$;
+
 CREATE FUNCTION key_change_status(key_id text, project text) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   owner record;
@@ -10,9 +24,9 @@ BEGIN
   IF NOT FOUND THEN
     RETURN NULL;
   END IF;
-  PERFORM pg_advisory_xact_lock_shared(change_lock_class('key'), hashtext(key_id));
-  PERFORM pg_advisory_xact_lock_shared(change_lock_class('project'), hashtext(project));
-  PERFORM pg_advisory_xact_lock_shared(change_lock_class('consumer'), hashtext(owner.created_by));
+  PERFORM project_lock(project, change_lock_class('key'), hashtext(key_id), false);
+  PERFORM project_lock(project, change_lock_class('project'), hashtext(project), false);
+  PERFORM project_lock(project, change_lock_class('consumer'), hashtext(owner.created_by), false);
   RETURN (SELECT status FROM api_key_usable WHERE id = key_id AND project_id = project);
 END
 $$;

@@ -10,17 +10,18 @@ WITH checked AS MATERIALIZED (
          unix_seconds(a.created_at) AS created_at, unix_seconds(a.updated_at) AS updated_at,
          coalesce(:name, a.name) AS new_name, coalesce(:description, a.description) AS new_description, coalesce(:type, a.type) AS new_type,
          CASE WHEN :type = 'public' AND a.type <> 'public' AND a.status <> 'activated' THEN 'needs-activation'
-              WHEN :type = 'public' AND a.type <> 'public' AND NOT coalesce(f.is_image, false) THEN 'needs-image-logo'
+              WHEN :type = 'public' AND a.type <> 'public'
+                   AND NOT coalesce((SELECT f.is_image FROM files f WHERE f.id = a.logo_file_id AND f.project_id = :project_id), false)
+                THEN 'needs-image-logo'
          END AS refusal
   FROM apps a
-  LEFT JOIN files f ON f.id = a.logo_file_id
   WHERE (SELECT ok FROM checked) AND a.id = :id AND a.project_id = :project_id AND a.deleted_at IS NULL
   FOR UPDATE OF a
 ), edited AS (
   UPDATE apps
   SET name = o.new_name, description = o.new_description, type = o.new_type, updated_at = now_seconds()
   FROM old o
-  WHERE apps.id = o.id AND o.refusal IS NULL
+  WHERE apps.id = o.id AND apps.project_id = :project_id AND o.refusal IS NULL
     AND (o.new_name <> o.name OR o.new_description <> o.description OR o.new_type <> o.type)
   RETURNING apps.id, unix_seconds(apps.updated_at) AS updated_at
 )

@@ -6,11 +6,11 @@
 WITH checked AS MATERIALIZED (
   SELECT change_key_check(:checked_key, :project_id) AS ok
 ), held AS MATERIALIZED (
-  SELECT hold_changes_of('key', :id) WHERE (SELECT ok FROM checked)
+  SELECT hold_changes_of('key', :id, :project_id) WHERE (SELECT ok FROM checked)
 ), before AS (
   -- FOR UPDATE: a job marking the key expired meanwhile is waited for and seen, so the expiry is
   -- recorded once.
-  SELECT k.id, k.status, k.expires_at
+  SELECT k.id, CASE WHEN k.status = 'activated' AND k.expires_at <= now() THEN unix_seconds(k.expires_at) END AS expired_at
   FROM api_keys k, held
   WHERE k.id = :id AND k.project_id = :project_id AND k.status <> 'revoked' AND (SELECT ok FROM checked)
   FOR UPDATE OF k
@@ -18,9 +18,8 @@ WITH checked AS MATERIALIZED (
   UPDATE api_keys k
   SET status = 'revoked', updated_at = now_seconds()
   FROM before b
-  WHERE k.id = b.id
-  RETURNING k.id, k.name, unix_seconds(k.updated_at) AS updated_at,
-    CASE WHEN b.status = 'activated' AND b.expires_at <= now() THEN unix_seconds(b.expires_at) END AS expired_at
+  WHERE k.id = b.id AND k.project_id = :project_id
+  RETURNING k.id, k.name, unix_seconds(k.updated_at) AS updated_at, b.expired_at
 )
 SELECT r.id
 FROM checked

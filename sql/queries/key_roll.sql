@@ -10,11 +10,13 @@ WITH checked AS MATERIALIZED (
   SELECT change_key_check($3, $2) AS ok
 ), held AS MATERIALIZED (
   -- One row whether or not the hold was taken, so that `old` waits on it either way.
-  SELECT count(*) AS n FROM (SELECT hold_changes_of('key', $1) WHERE $4::int = 0 AND (SELECT ok FROM checked)) h
+  SELECT count(*) AS n FROM (SELECT hold_changes_of('key', $1, $2) WHERE $4::int = 0 AND (SELECT ok FROM checked)) h
 ), old AS MATERIALIZED (
   SELECT k.id, k.project_id, k.name, k.scope, k.expires_at, k.rate_limit, key_status(k.status, k.expires_at) AS status
-  FROM api_keys k, held
-  WHERE k.id = $1 AND k.project_id = $2 AND k.status <> 'revoked' AND (SELECT ok FROM checked)
+  FROM api_keys k
+  -- The hold's row is waited on as a sub-select, not joined: Citus cannot copy such a join's rows
+  -- into the new key's insert.
+  WHERE k.id = $1 AND k.project_id = $2 AND k.status <> 'revoked' AND (SELECT ok FROM checked) AND (SELECT n FROM held) >= 0
   FOR UPDATE OF k
 ), decided AS MATERIALIZED (
   -- In this order; CASE stops at the first that holds. key_within_caller_life raises PMS06.
@@ -23,13 +25,15 @@ WITH checked AS MATERIALIZED (
     WHEN NOT (o.scope <@ $9::text[]) THEN 'scope'
     WHEN rate_limit_looser(o.rate_limit, $16::jsonb) THEN 'rate_limit'
     WHEN key_within_caller_life($10, unix_seconds(o.expires_at), $2) THEN NULL
-  END AS refusal
+  END AS refusal,
+  -- The old key's expiry after the roll, formed here: Citus takes no function in an UPDATE's CASE.
+  least(o.expires_at, now_seconds() + make_interval(secs => $4::int)) AS rolled_expires_at
   FROM old o
 ), created AS (
   -- What the new key takes from the old one is the last line of each list.
   INSERT INTO api_keys (id, project_id, created_by, secret_hash, key_preview,
     name, scope, expires_at, rate_limit)
-  SELECT $5, d.project_id, $6, $7, $8,
+  SELECT $5, $2, $6, $7, $8,
     d.name, d.scope, d.expires_at, d.rate_limit
   FROM decided d
   WHERE d.refusal IS NULL
@@ -41,10 +45,10 @@ WITH checked AS MATERIALIZED (
   -- decisions.md: expires_at becomes the earlier of its own and now + grace_s, for grace_s 0 too
   -- (then now), and with grace_s 0 the key is also revoked.
   SET status = CASE WHEN $4::int = 0 THEN 'revoked' ELSE k.status END,
-      expires_at = least(k.expires_at, now_seconds() + make_interval(secs => $4::int)),
+      expires_at = d.rolled_expires_at,
       updated_at = now_seconds()
   FROM decided d
-  WHERE k.id = d.id AND d.refusal IS NULL
+  WHERE k.id = d.id AND k.project_id = $2 AND d.refusal IS NULL
 )
 SELECT d.refusal, c.*
 FROM decided d

@@ -105,7 +105,7 @@ test('a drain that dies mid-transaction writes nothing; the drain waiting behind
   // Waits for the dying drain's lock; then takes what that drain took, as its death returns it.
   const waiting = drainOutbox(idle.db);
   await new Promise((resolve) => setTimeout(resolve, 200));
-  await idle.db.query('SELECT pg_terminate_backend($1)', [pid]);
+  await idle.db.query('SELECT pg_terminate_backend($1::int)', [pid]);
   await dying.end().catch(() => undefined);
 
   assert.equal((await waiting).written, 30);

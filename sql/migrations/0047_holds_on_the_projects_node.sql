@@ -1,0 +1,31 @@
+-- A revocation's or disable's hold, and the plan's admission, take their advisory locks through
+-- the project's row (project_lock, 0042) like a change's check: on Citus on the project's node,
+-- where the changes they wait for take theirs (docs/citus.md). The rules of 0014 and 0018.
+CREATE FUNCTION hold_changes_of(kind text, id text, project text) RETURNS void LANGUAGE sql VOLATILE AS $$
+  SELECT project_lock(project, change_lock_class(kind), hashtext(id), true)
+$$;
+
+CREATE OR REPLACE FUNCTION plan_admission(project text) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  BEGIN
+    PERFORM project_lock(project, change_lock_class('admission'), hashtext(project), false);
+    IF plan_has_room(project, transactions_at_most()) THEN
+      RETURN;
+    END IF;
+    RAISE EXCEPTION 'near the app limit' USING ERRCODE = 'PMS05';
+  EXCEPTION WHEN SQLSTATE 'PMS05' THEN
+    NULL;
+  END;
+  PERFORM project_lock(project, change_lock_class('admission'), hashtext(project), true);
+  IF NOT plan_has_room(project, 1) THEN
+    RAISE EXCEPTION 'the plan''s app limit is reached' USING ERRCODE = 'PMS02';
+  END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION plans_hold_admission() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM hold_changes_of('admission', NEW.project_id, NEW.project_id);
+  RETURN NEW;
+END
+$$;
