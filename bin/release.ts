@@ -2,6 +2,7 @@
 // grants of the role web and worker connect as (lib/app-role.ts).
 import { backfillChains } from '../domain/audit-chain.ts';
 import { grantAppRole } from '../lib/app-role.ts';
+import { distributeOnCitus } from '../lib/citus.ts';
 import { createPool } from '../lib/pool.ts';
 import { migrateJobs } from '../lib/jobs.ts';
 import { migrateSchema } from '../lib/migrate.ts';
@@ -16,6 +17,7 @@ export async function release(config: Config, log: Logger, databaseUrl: string):
     await migrateSchema(pool, log);
     const hashed = await backfillChains(pool);
     if (hashed > 0) log.info({ projects: hashed }, 'audit trail: hashes and JSON of earlier events written');
+    await distributeOnCitus(pool, log);
     await migrateJobs(databaseUrl, log, JOB_QUEUES);
     await grantAppRole(pool, log);
   } finally {

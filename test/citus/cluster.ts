@@ -104,7 +104,11 @@ async function startNode(root: string, name: string, user: { uid: number; gid: n
   // HOME: libpq inside the server (Citus's connections between nodes) looks there for client certificates.
   const server = spawn(path.join(PG_BINDIR, 'postgres'), ['-D', dir],
     { ...user, cwd: root, env: { ...process.env, HOME: root }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const keep = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-16_384); };
+  // The server's log, beside its data directory: what failed on which node, for looking into.
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-16_384);
+    appendFileSync(`${dir}.log`, chunk);
+  };
   server.stdout!.on('data', keep);
   server.stderr!.on('data', keep);
   server.on('error', (err) => keep(Buffer.from(String(err))));
@@ -172,7 +176,8 @@ if (import.meta.main) {
   const command = separator >= 0 ? process.argv.slice(separator + 1) : [];
   const cluster = await startCitusCluster();
   const { rows: [version] } = await sql(cluster.coordinatorUrl, "SELECT extversion FROM pg_extension WHERE extname = 'citus'");
-  console.log(`# Citus ${version.extversion}: coordinator ${cluster.coordinator.port}, workers ${cluster.workers.map((w) => w.port).join(', ')}`);
+  console.log(`# Citus ${version.extversion}: coordinator ${cluster.coordinator.port}, workers ${cluster.workers.map((w) => w.port).join(', ')}; ` +
+    `servers' logs in ${path.dirname(cluster.coordinator.dir)}`);
   console.log(`DATABASE_URL=${cluster.coordinatorUrl}`);
   let code = 0;
   let stopping = false;

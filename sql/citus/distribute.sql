@@ -1,0 +1,137 @@
+-- docs/citus.md's layout, applied by release after the migrations where the citus extension is
+-- present, in one transaction. Each run places what is not placed yet (a table a later migration
+-- made), so it runs every release. A foreign key cannot join a distributed table to a local one:
+-- those touching a table to place are dropped around its placing and made again.
+SET LOCAL citus.enable_unsafe_triggers = on;
+SET LOCAL citus.multi_shard_modify_mode = 'sequential';
+
+CREATE TEMP TABLE pms_layout (tbl regclass, placement text, distribution_column text, position int) ON COMMIT DROP;
+INSERT INTO pms_layout VALUES
+  ('consumers', 'reference', NULL, 1),
+  ('event_types', 'reference', NULL, 2),
+  ('data_types', 'reference', NULL, 3),
+  ('instruction_types', 'reference', NULL, 4),
+  ('models', 'reference', NULL, 5),
+  ('model_builds', 'reference', NULL, 6),
+  ('categories', 'reference', NULL, 7),
+  ('audit_signing_keys', 'reference', NULL, 8),
+  ('projects', 'distributed', 'id', 10),
+  ('memberships', 'distributed', 'project_id', 11),
+  ('api_keys', 'distributed', 'project_id', 12),
+  ('plans', 'distributed', 'project_id', 13),
+  ('project_counts', 'distributed', 'project_id', 14),
+  ('files', 'distributed', 'project_id', 15),
+  ('apps', 'distributed', 'project_id', 16),
+  ('app_data_fields', 'distributed', 'project_id', 17),
+  ('app_instructions', 'distributed', 'project_id', 18),
+  ('runs', 'distributed', 'project_id', 19),
+  ('app_totals', 'distributed', 'project_id', 20),
+  ('events', 'distributed', 'project_id', 21),
+  ('project_event_counts', 'distributed', 'project_id', 22),
+  ('audit_checkpoints', 'distributed', 'project_id', 23),
+  ('audit_outbox', 'distributed', 'project_id', 24);
+
+-- Once, before the first placing: what only one database can have.
+DO $$
+BEGIN
+  IF EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = 'projects'::regclass) THEN
+    RETURN;
+  END IF;
+  -- Runs and totals are the launching project's, of apps of any project: no key can join them.
+  ALTER TABLE runs DROP CONSTRAINT runs_app_id_fkey;
+  ALTER TABLE app_totals DROP CONSTRAINT app_totals_app_id_fkey;
+  ALTER TABLE apps DROP CONSTRAINT apps_id_key;
+  ALTER TABLE audit_outbox DROP CONSTRAINT audit_outbox_pkey, ADD PRIMARY KEY (position, project_id);
+  -- The keys there are now, by hash: later secrets carry their project (domain/secrets.ts).
+  DROP VIEW api_key_routes;
+  CREATE TABLE api_key_routes (secret_hash bytea PRIMARY KEY, project_id text NOT NULL);
+  INSERT INTO api_key_routes SELECT secret_hash, project_id FROM api_keys ON CONFLICT DO NOTHING;
+  INSERT INTO pms_layout VALUES ('api_key_routes', 'reference', NULL, 9);
+  -- A consumer's keys span projects, so every node: its disable updates them itself (domain/projects.ts).
+  DROP TRIGGER keys_owner_disabled ON consumers;
+  -- Citus runs no trigger with a transition table (0019): the feed's version moves with the writers.
+  DROP TRIGGER events_updated_move_feed_versions ON events;
+  DROP TRIGGER events_deleted_move_feed_versions ON events;
+  DROP TRIGGER events_truncated_move_feed_versions ON events;
+END
+$$;
+
+-- The expiry job's due keys are of every project: Citus locks no row of a statement over every
+-- shard, so no SKIP LOCKED. Two workers may pick the same keys; the second waits for the first's
+-- commit, finds them expired, and skips them: each key expires once, as with SKIP LOCKED.
+CREATE OR REPLACE FUNCTION expire_due_keys(batch integer) RETURNS TABLE (id text, project_id text, expires_at bigint)
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  UPDATE api_keys k
+  SET status = 'expired', updated_at = k.expires_at
+  FROM (
+    SELECT project_id, id FROM api_keys
+    WHERE status = 'activated' AND expires_at IS NOT NULL AND expires_at <= now()
+    ORDER BY expires_at
+    LIMIT batch
+  ) due
+  WHERE k.project_id = due.project_id AND k.id = due.id AND k.status = 'activated'
+  RETURNING k.id, k.project_id, unix_seconds(k.expires_at);
+END
+$$;
+
+CREATE TEMP TABLE pms_unplaced ON COMMIT DROP AS
+SELECT l.* FROM pms_layout l
+WHERE NOT EXISTS (SELECT FROM pg_dist_partition p WHERE p.logicalrelid = l.tbl);
+
+CREATE TEMP TABLE pms_foreign_keys ON COMMIT DROP AS
+SELECT c.conrelid::regclass AS tbl, c.conname, pg_get_constraintdef(c.oid) AS definition
+FROM pg_constraint c
+WHERE c.contype = 'f'
+  AND (c.conrelid IN (SELECT tbl FROM pms_unplaced) OR c.confrelid IN (SELECT tbl FROM pms_unplaced));
+
+DO $$
+DECLARE
+  fk record;
+  t record;
+BEGIN
+  FOR fk IN SELECT * FROM pms_foreign_keys LOOP
+    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk.tbl, fk.conname);
+  END LOOP;
+  FOR t IN SELECT * FROM pms_unplaced ORDER BY position LOOP
+    IF t.placement = 'reference' THEN
+      PERFORM create_reference_table(t.tbl);
+    ELSIF t.tbl = 'projects'::regclass THEN
+      PERFORM create_distributed_table(t.tbl, t.distribution_column);
+    ELSE
+      PERFORM create_distributed_table(t.tbl, t.distribution_column, colocate_with => 'projects');
+    END IF;
+    -- The rows now live in the shards; the coordinator's own copy would only take space.
+    PERFORM truncate_local_data_after_distributing_table(t.tbl);
+  END LOOP;
+  FOR fk IN SELECT * FROM pms_foreign_keys LOOP
+    EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk.tbl, fk.conname, fk.definition);
+  END LOOP;
+END
+$$;
+
+-- Every function of ours on every node: a change's statement runs where its project's shards are,
+-- and calls them there. Those in PL/pgSQL read that project's rows from inside the statement, which
+-- Citus allows per function (docs/citus.md, "Inside a change's statement").
+CREATE TEMP TABLE pms_functions ON COMMIT DROP AS
+SELECT p.oid::regprocedure AS fn, l.lanname AS language,
+       EXISTS (SELECT FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid) AS placed,
+       coalesce('citus.allow_nested_distributed_execution=on' = ANY (p.proconfig), false) AS nests
+FROM pg_proc p
+JOIN pg_language l ON l.oid = p.prolang
+WHERE p.pronamespace = 'public'::regnamespace
+  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e');
+
+SELECT create_distributed_function(fn) FROM pms_functions WHERE NOT placed;
+
+DO $$
+DECLARE
+  f record;
+BEGIN
+  FOR f IN SELECT * FROM pms_functions WHERE language = 'plpgsql' AND NOT nests LOOP
+    EXECUTE format('ALTER FUNCTION %s SET citus.allow_nested_distributed_execution = on', f.fn);
+  END LOOP;
+END
+$$;
