@@ -3,30 +3,18 @@
 -- The same rules as 0014, 0017, 0009 and 0021; their one-project-less forms stay for the processes
 -- of the release before while it rolls over.
 
--- A change's advisory lock, taken through its project's row: on Citus on the node that holds the
--- project's rows, wherever the function taking it runs (a statement routed there, or the
--- coordinator), so a change and a revocation or disable meet on one node; here one probe more.
-CREATE FUNCTION project_lock(project text, class integer, key integer, exclusive boolean) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
-BEGIN
-  IF exclusive THEN
-    PERFORM pg_advisory_xact_lock(class, key) FROM projects WHERE id = project;
-  ELSE
-    PERFORM pg_advisory_xact_lock_shared(class, key) FROM projects WHERE id = project;
-  END IF;
-END
-$$;
-
+-- The key and its owners held (in 0014's order) by one statement through the key's own row, so on
+-- Citus on its project's node; then its status read by a statement of its own, whose snapshot
+-- follows whatever revocation or disable the locks waited for.
 CREATE FUNCTION key_change_status(key_id text, project text) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-  owner record;
 BEGIN
-  SELECT created_by INTO owner FROM api_keys WHERE id = key_id AND project_id = project;
+  PERFORM pg_advisory_xact_lock_shared(change_lock_class('key'), hashtext(key_id)),
+          pg_advisory_xact_lock_shared(change_lock_class('project'), hashtext(project)),
+          pg_advisory_xact_lock_shared(change_lock_class('consumer'), hashtext(k.created_by))
+  FROM api_keys k WHERE k.id = key_id AND k.project_id = project;
   IF NOT FOUND THEN
     RETURN NULL;
   END IF;
-  PERFORM project_lock(project, change_lock_class('key'), hashtext(key_id), false);
-  PERFORM project_lock(project, change_lock_class('project'), hashtext(project), false);
-  PERFORM project_lock(project, change_lock_class('consumer'), hashtext(owner.created_by), false);
   RETURN (SELECT status FROM api_key_usable WHERE id = key_id AND project_id = project);
 END
 $$;
