@@ -2,7 +2,7 @@
 // grants of the role web and worker connect as (lib/app-role.ts).
 import { backfillChains } from '../domain/audit-chain.ts';
 import { grantAppRole } from '../lib/app-role.ts';
-import { distributeOnCitus } from '../lib/citus.ts';
+import { distributeOnCitus, grantOnWorkers } from '../lib/citus.ts';
 import { createPool } from '../lib/pool.ts';
 import { migrateJobs } from '../lib/jobs.ts';
 import { migrateSchema } from '../lib/migrate.ts';
@@ -20,6 +20,7 @@ export async function release(config: Config, log: Logger, databaseUrl: string):
     await distributeOnCitus(pool, log);
     await migrateJobs(databaseUrl, log, JOB_QUEUES);
     await grantAppRole(pool, log);
+    await grantOnWorkers(pool);
   } finally {
     await pool.end();
   }

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
+import { APP_ROLE } from './app-role.ts';
 import type { Logger } from './log.ts';
 import { withReleaseLock } from './migrate.ts';
 
@@ -29,4 +30,17 @@ export function distributeOnCitus(pool: pg.Pool, log: Logger): Promise<boolean> 
     log.info('citus: the schema is distributed by project');
     return true;
   });
+}
+
+/**
+ * The grants of the role web and worker connect as (sql/roles/app_grants.sql) reach the workers'
+ * shards through Citus, but not its views there, which the functions a change calls read on the
+ * worker as that role: those are granted by name, which Citus passes on.
+ */
+export async function grantOnWorkers(pool: pg.Pool): Promise<void> {
+  if (!(await onCitus(pool))) return;
+  const { rows } = await pool.query(
+    "SELECT c.oid::regclass::text AS view FROM pg_class c WHERE c.relkind = 'v' AND c.relnamespace = 'public'::regnamespace");
+  if (rows.length === 0 || (await pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [APP_ROLE])).rowCount === 0) return;
+  await pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${rows.map((r) => r.view).join(', ')} TO ${APP_ROLE}`);
 }

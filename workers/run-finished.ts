@@ -8,9 +8,11 @@ const RUN_BATCH_SIZE = 20;
 
 /** A report naming a missing app or project can never be stored: dropped, not retried. */
 const namesNoSuchRecord = (err: unknown) => {
-  const { code, table } = (err ?? {}) as { code?: unknown; table?: unknown };
-  // The runs table's own keys only: pg-boss's deferred keys fail with the same code at COMMIT.
-  return code === SQLSTATE.foreignKeyViolation && table === 'runs';
+  const { code, table, message } = (err ?? {}) as { code?: unknown; table?: unknown; message?: unknown };
+  // The runs table's own keys only: pg-boss's deferred keys fail with the same code at COMMIT. Citus
+  // names no table, only a shard in its message (runs_102042).
+  return code === SQLSTATE.foreignKeyViolation
+    && (table === 'runs' || (table === undefined && typeof message === 'string' && /^insert or update on table "runs_\d+"/.test(message)));
 };
 
 export const runFinished: JobQueue<'run.finished'> = {

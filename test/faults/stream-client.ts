@@ -246,10 +246,14 @@ export async function checkFollowers(followers: StreamFollower[], db: pg.Pool, c
   const started = Date.now();
   const projectIds = [...new Set(followers.map((f) => f.project.projectId))];
   const { rows } = await db.query<{ project_id: string; n: number; last: number; total: number }>(
-    `SELECT p AS project_id, (SELECT count(*)::int FROM events e WHERE e.project_id = p) AS n,
-            (SELECT coalesce(max(sequence), 0)::int FROM events e WHERE e.project_id = p) AS last,
-            (SELECT coalesce(total, 0)::int FROM project_event_counts c WHERE c.project_id = p) AS total
-     FROM unnest($1::text[]) AS p`, [projectIds]);
+    // Joined on the project, as Citus runs a join of its tables (docs/citus.md).
+    `SELECT p.id AS project_id, count(e.id)::int AS n, coalesce(max(e.sequence), 0)::int AS last,
+            coalesce(max(c.total), 0)::int AS total
+     FROM projects p
+     LEFT JOIN project_event_counts c ON c.project_id = p.id
+     LEFT JOIN events e ON e.project_id = p.id
+     WHERE p.id = ANY ($1::text[])
+     GROUP BY p.id`, [projectIds]);
   const counts = new Map<string, number>();
   for (const row of rows) {
     if (row.n !== row.last || row.n !== row.total) problems.push(`project ${row.project_id}: ${row.n} events, last sequence ${row.last}, counter ${row.total}`);
