@@ -5,7 +5,6 @@
 //   node test/citus/cluster.ts -- npm test      runs the command with DATABASE_URL set, then stops
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -16,6 +15,11 @@ const execFileAsync = promisify(execFile);
 /** Debian's PostgreSQL 15, the one the Citus build installs into. */
 export const PG_BINDIR = process.env.CITUS_PG_BINDIR ?? '/usr/lib/postgresql/15/bin';
 const READY_MS = 60_000;
+/**
+ * Where the cluster's directory is made: a place `postgres` can reach, which a test run's own
+ * TMPDIR (private, root's) is not. Debian's initdb needs a path to its data directory it may walk.
+ */
+const PARENT_DIR = process.env.CITUS_CLUSTER_PARENT ?? '/tmp';
 const STOP_MS = 20_000;
 
 /**
@@ -43,6 +47,8 @@ export interface CitusNode {
   dir: string;
   url: string;
   server?: ChildProcess;
+  /** Runs its server again on its data directory and port, after stopNode. */
+  start(): Promise<void>;
 }
 
 export interface CitusCluster {
@@ -50,6 +56,7 @@ export interface CitusCluster {
   coordinatorUrl: string;
   coordinator: CitusNode;
   workers: CitusNode[];
+  /** Stops every node and removes the cluster. */
   stop(): Promise<void>;
 }
 
@@ -92,14 +99,21 @@ async function waitReady(node: CitusNode, output: () => string): Promise<void> {
   }
 }
 
+/** No socket: the nodes talk TCP. */
 async function startNode(root: string, name: string, user: { uid: number; gid: number } | undefined): Promise<CitusNode> {
   const dir = path.join(root, name);
   const port = await freePort();
-  const node: CitusNode = { port, dir, url: urlOf(port) };
+  const node: CitusNode = { port, dir, url: urlOf(port), start: () => runServer(node, root, user) };
   await execFileAsync(path.join(PG_BINDIR, 'initdb'), ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8'],
     { ...user, cwd: root });
   appendFileSync(path.join(dir, 'postgresql.conf'),
-    Object.entries({ ...SETTINGS, port: String(port), unix_socket_directories: `'${root}'` }).map(([k, v]) => `${k} = ${v}\n`).join(''));
+    Object.entries({ ...SETTINGS, port: String(port), unix_socket_directories: "''" }).map(([k, v]) => `${k} = ${v}\n`).join(''));
+  await node.start();
+  return node;
+}
+
+async function runServer(node: CitusNode, root: string, user: { uid: number; gid: number } | undefined): Promise<void> {
+  const { dir } = node;
   let output = '';
   // HOME: libpq inside the server (Citus's connections between nodes) looks there for client certificates.
   const server = spawn(path.join(PG_BINDIR, 'postgres'), ['-D', dir],
@@ -114,10 +128,10 @@ async function startNode(root: string, name: string, user: { uid: number; gid: n
   server.on('error', (err) => keep(Buffer.from(String(err))));
   node.server = server;
   await waitReady(node, () => output);
-  return node;
 }
 
-async function stopNode(node: CitusNode): Promise<void> {
+/** A fast shutdown of the node's server (its data stays). */
+export async function stopNode(node: CitusNode): Promise<void> {
   const server = node.server;
   if (!server || server.exitCode !== null || server.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
@@ -152,7 +166,7 @@ export async function sql(url: string, text: string, values: unknown[] = []): Pr
 export async function startCitusCluster(workerCount = 2): Promise<CitusCluster> {
   await ensureCitus();
   const user = await asPostgresUser();
-  const root = mkdtempSync(path.join(tmpdir(), 'pms-citus-'));
+  const root = mkdtempSync(path.join(PARENT_DIR, 'pms-citus-'));
   if (user) chownSync(root, user.uid, user.gid);
   const nodes: CitusNode[] = [];
   const stop = async () => {

@@ -33,8 +33,29 @@ async function onNode(url: URL, text: string): Promise<void> {
   }
 }
 
-/** After CREATE DATABASE of the template on the coordinator: the same on each worker, joined. */
-export async function databaseMade(admin: pg.ClientBase, adminUrl: string, database: string): Promise<void> {
+/** Whether the database of `adminUrl` is a Citus coordinator's (the tests' PostgreSQL is one). */
+export async function onCitus(adminUrl: string | undefined): Promise<boolean> {
+  if (!adminUrl) return false;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    return (await admin.query("SELECT 1 FROM pg_extension WHERE extname = 'citus'")).rowCount === 1;
+  } finally {
+    await admin.end();
+  }
+}
+
+/** After CREATE DATABASE (the template's) on the coordinator: the same on each worker, joined. */
+export async function databaseMade(admin: pg.ClientBase | string, adminUrl: string, database: string): Promise<void> {
+  if (typeof admin === 'string') {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      return await databaseMade(client, adminUrl, database);
+    } finally {
+      await client.end();
+    }
+  }
   const workers = await citusWorkers(admin, adminUrl);
   if (workers.length === 0) return;
   for (const worker of workers) await onNode(worker, `CREATE DATABASE ${pg.escapeIdentifier(database)}`);

@@ -8,6 +8,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { ensureDatabase, startEmbedded, type EmbeddedServer } from '../../lib/embedded-server.ts';
 import { createLogger } from '../../lib/log.ts';
+import { sql, startCitusCluster, stopNode, type CitusCluster } from '../citus/cluster.ts';
+import { databaseMade, onCitus } from '../citus/databases.ts';
 import { freePort } from '../support/ports.ts';
 import { MESSAGES } from '../support/assertions.ts';
 import { SECRET_SHAPED } from '../support/ids.ts';
@@ -545,12 +547,17 @@ export function isUnavailable(reply: Reply): boolean {
 // A throwaway cluster, as test/support/postgres.ts makes it.
 const THROWAWAY_FLAGS = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
 
-/** An embedded PostgreSQL in a temporary directory; it never outlives the test process. */
+/**
+ * An embedded PostgreSQL in a temporary directory; it never outlives the test process. When the
+ * run's PostgreSQL is a Citus coordinator, a Citus cluster of its own instead, whose coordinator
+ * is what stops and starts (its workers keep running; docs/citus.md).
+ */
 export class OwnPostgres {
   private readonly parent: string;
   private readonly dir: string;
   private readonly port: number;
   private server: EmbeddedServer | undefined;
+  private cluster: CitusCluster | undefined;
 
   private constructor(label: string, port: number) {
     this.port = port;
@@ -562,22 +569,36 @@ export class OwnPostgres {
   /** Started, with `database` made in it. */
   static async start(label: string, database: string): Promise<OwnPostgres> {
     const own = new OwnPostgres(label, await freePort());
+    if (await onCitus(process.env.TEST_PG_ADMIN_URL)) {
+      own.cluster = await startCitusCluster();
+      await sql(own.cluster.coordinatorUrl, `CREATE DATABASE ${database}`);
+      await databaseMade(own.cluster.coordinatorUrl, own.cluster.coordinatorUrl, database);
+      return own;
+    }
     await own.startAgain();
     await ensureDatabase(own.server!.url('postgres'), database);
     return own;
   }
 
+  /** What a figure says was stopped. */
+  get kind(): string {
+    return this.cluster ? `a Citus coordinator (its ${this.cluster.workers.length} workers kept running)` : 'one PostgreSQL';
+  }
+
   url(database: string): string {
+    if (this.cluster) return new URL(`/${database}`, this.cluster.coordinatorUrl).toString();
     return this.server!.url(database);
   }
 
   async stop(): Promise<void> {
+    if (this.cluster) return stopNode(this.cluster.coordinator);
     const server = this.server;
     this.server = undefined;
     await server?.stop();
   }
 
   async startAgain(): Promise<void> {
+    if (this.cluster) return this.cluster.coordinator.start();
     this.server = await startEmbedded({
       dir: this.dir, port: this.port, log: createLogger('info', 'own-postgres', path.join(this.parent, 'postgres.log')),
       flags: THROWAWAY_FLAGS, persistent: true, settings: { dir: 'TMPDIR', port: null },
@@ -587,10 +608,12 @@ export class OwnPostgres {
   /** Stopped and its files removed. */
   async remove(): Promise<void> {
     await this.stop().catch(() => {});
+    await this.cluster?.stop().catch(() => {});
     if (existsSync(this.parent)) rmSync(this.parent, { recursive: true, force: true });
   }
 
   private killPostmaster(): void {
+    for (const node of this.cluster ? [this.cluster.coordinator, ...this.cluster.workers] : []) node.server?.kill('SIGQUIT');
     try {
       const pid = Number(readFileSync(path.join(this.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
       if (pid > 0) process.kill(pid, 'SIGQUIT');

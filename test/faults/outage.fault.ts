@@ -1,7 +1,8 @@
 // A database outage under load (PostgreSQL stopped three times): requests answer 503 with
 // Retry-After within 2 s, /readyz 503 while /healthz stays 200; once it is back the same processes
 // serve and jobs resume. Stream followers reconnecting by Last-Event-ID end up holding each
-// project's events 1..N exactly once, in order.
+// project's events 1..N exactly once, in order. When the run's PostgreSQL is a Citus coordinator,
+// the outage is its own cluster's coordinator stopped (docs/citus.md).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { WORST_RECOVERY_SECONDS } from '../../lib/jobs.ts';
@@ -183,6 +184,7 @@ test(`PostgreSQL stops and starts again under load, ${CYCLES} times: the run`, a
     await Promise.all([...running, probeLoop]);
   }
   recordFigure(SUITE, 'outages (PostgreSQL stopped, restarted)', cycles.length);
+  recordFigure(SUITE, 'PostgreSQL stopped', postgres.kind);
   recordFigure(SUITE, 'PostgreSQL stop / start took, worst ms', `${worstOf(cycles.map((c) => c.downAt - c.stopAt))} / ${worstOf(cycles.map((c) => c.upAt - c.startAt))}`);
   recordFigure(SUITE, 'time to recover after PostgreSQL is up: first 200 read, worst ms', worstOf(cycles.map((c) => c.readOkAt - c.upAt)));
   recordFigure(SUITE, 'time to recover after PostgreSQL is up: first 201 change, worst ms', worstOf(cycles.map((c) => c.writeOkAt - c.upAt)));
