@@ -7,7 +7,7 @@
 WITH created AS (
   INSERT INTO webhook_endpoints (id, project_id, url, description, types, secret, fanned_out)
   SELECT $1, $2, $3, $4, $5, $6, coalesce((SELECT c.total FROM project_event_counts c WHERE c.project_id = $2), 0)
-  WHERE change_key_check($7)
+  WHERE change_key_check($7, $2)
   RETURNING id, url, description, types, status, disabled_reason, unix_seconds(created_at) AS created_at, unix_seconds(updated_at) AS updated_at
 )
 SELECT w.*

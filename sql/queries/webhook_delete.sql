@@ -5,7 +5,7 @@
 -- $1 endpoint, $2 project, $3 the key to check (NULL: none), $4 the event's id, $5 its origin,
 -- $6 the actor's key, $7 its ip address.
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check($3) AS ok
+  SELECT change_key_check($3, $2) AS ok
 ), deleted AS (
   UPDATE webhook_endpoints SET deleted_at = now_seconds(), updated_at = now_seconds(), replay_from = NULL, replay_to = NULL
   WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL AND (SELECT ok FROM checked)

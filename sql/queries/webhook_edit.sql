@@ -6,7 +6,7 @@
 -- $1 endpoint, $2 project, $3 url, $4 description, $5 types, $6 status (each NULL when not sent),
 -- $7 the key to check (NULL: none), $8 the event's id, $9 its origin, $10 the actor's key, $11 its ip.
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check($7) AS ok
+  SELECT change_key_check($7, $2) AS ok
 ), old AS MATERIALIZED (
   SELECT w.id, w.url, w.description, w.types, w.status, w.disabled_reason, unix_seconds(w.created_at) AS created_at,
          unix_seconds(w.updated_at) AS updated_at,

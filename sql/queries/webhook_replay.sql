@@ -5,7 +5,7 @@
 -- No row: no such endpoint of the project.
 -- $1 endpoint, $2 project, $3 after (a sequence), $4 the key to check (NULL: none).
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check($4) AS ok
+  SELECT change_key_check($4, $2) AS ok
 ), w AS MATERIALIZED (
   SELECT e.id, e.status, e.types, e.replay_from, e.replay_to,
          coalesce((SELECT c.total FROM project_event_counts c WHERE c.project_id = $2), 0) AS head

@@ -5,7 +5,7 @@
 -- $1 endpoint, $2 project, $3 the new secret, $4 the key to check (NULL: none), $5 the event's id,
 -- $6 its origin, $7 the actor's key, $8 its ip address.
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check($4) AS ok
+  SELECT change_key_check($4, $2) AS ok
 ), rotated AS (
   UPDATE webhook_endpoints
   SET previous_secret = secret, previous_secret_until = now() + interval '24 hours', secret = $3, updated_at = now_seconds()
