@@ -29,7 +29,16 @@ INSERT INTO pms_layout VALUES
   ('events', 'distributed', 'project_id', 21),
   ('project_event_counts', 'distributed', 'project_id', 22),
   ('audit_checkpoints', 'distributed', 'project_id', 23),
-  ('audit_outbox', 'distributed', 'project_id', 24);
+  ('audit_outbox', 'distributed', 'project_id', 24),
+  -- Kept on the coordinator (docs/citus.md): the webhooks' delivery queue and its log, claimed
+  -- across every project under one lock with SKIP LOCKED, and their endpoints locked with them;
+  -- the web processes' request windows and their roll; the kept answers of idempotent requests.
+  ('webhook_endpoints', 'coordinator', NULL, 30),
+  ('webhook_deliveries', 'coordinator', NULL, 31),
+  ('webhook_attempts', 'coordinator', NULL, 32),
+  ('request_windows', 'coordinator', NULL, 33),
+  ('web_processes', 'coordinator', NULL, 34),
+  ('idempotent_requests', 'coordinator', NULL, 35);
 
 -- Once, before the first placing: what only one database can have.
 DO $$
@@ -79,7 +88,7 @@ $$;
 
 CREATE TEMP TABLE pms_unplaced ON COMMIT DROP AS
 SELECT l.* FROM pms_layout l
-WHERE NOT EXISTS (SELECT FROM pg_dist_partition p WHERE p.logicalrelid = l.tbl);
+WHERE l.placement <> 'coordinator' AND NOT EXISTS (SELECT FROM pg_dist_partition p WHERE p.logicalrelid = l.tbl);
 
 CREATE TEMP TABLE pms_foreign_keys ON COMMIT DROP AS
 SELECT c.conrelid::regclass AS tbl, c.conname, pg_get_constraintdef(c.oid) AS definition
@@ -106,8 +115,24 @@ BEGIN
     -- The rows now live in the shards; the coordinator's own copy would only take space.
     PERFORM truncate_local_data_after_distributing_table(t.tbl);
   END LOOP;
-  FOR fk IN SELECT * FROM pms_foreign_keys LOOP
+  FOR fk IN SELECT * FROM pms_foreign_keys WHERE tbl NOT IN (SELECT tbl FROM pms_layout WHERE placement = 'coordinator') LOOP
     EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk.tbl, fk.conname, fk.definition);
+  END LOOP;
+END
+$$;
+
+-- A coordinator table cannot reference a placed one: the coordinator keeps no rows of it to check
+-- against. Such keys (webhook_endpoints.project_id) go; the API writes only its caller's project.
+DO $$
+DECLARE
+  fk record;
+BEGIN
+  FOR fk IN
+    SELECT c.conrelid::regclass AS tbl, c.conname FROM pg_constraint c
+    WHERE c.contype = 'f' AND c.conrelid IN (SELECT tbl FROM pms_layout WHERE placement = 'coordinator')
+      AND c.confrelid IN (SELECT logicalrelid FROM pg_dist_partition)
+  LOOP
+    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk.tbl, fk.conname);
   END LOOP;
 END
 $$;

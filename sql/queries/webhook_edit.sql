@@ -7,6 +7,9 @@
 -- $7 the key to check (NULL: none), $8 the event's id, $9 its origin, $10 the actor's key, $11 its ip.
 WITH checked AS MATERIALIZED (
   SELECT change_key_check($7, $2) AS ok
+), head AS MATERIALIZED (
+  -- Read apart: on Citus the endpoints are the coordinator's, the head a shard's (docs/citus.md).
+  SELECT coalesce((SELECT c.total FROM project_event_counts c WHERE c.project_id = $2), 0) AS total
 ), old AS MATERIALIZED (
   SELECT w.id, w.url, w.description, w.types, w.status, w.disabled_reason, unix_seconds(w.created_at) AS created_at,
          unix_seconds(w.updated_at) AS updated_at,
@@ -20,7 +23,7 @@ WITH checked AS MATERIALIZED (
   SET url = o.new_url, description = o.new_description, types = o.new_types, status = o.new_status,
       disabled_reason = CASE WHEN o.new_status = o.status THEN w.disabled_reason WHEN o.new_status = 'disabled' THEN 'manual' END,
       fanned_out = CASE WHEN o.new_status = 'enabled' AND o.status = 'disabled'
-                        THEN coalesce((SELECT c.total FROM project_event_counts c WHERE c.project_id = w.project_id), 0)
+                        THEN (SELECT total FROM head)
                         ELSE w.fanned_out END,
       replay_from = CASE WHEN o.new_status = 'disabled' THEN NULL ELSE w.replay_from END,
       replay_to = CASE WHEN o.new_status = 'disabled' THEN NULL ELSE w.replay_to END,

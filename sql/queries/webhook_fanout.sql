@@ -4,13 +4,19 @@
 -- snapshot, and a project's sequences commit in order, so none is ever passed over. Its commit
 -- does not wait for the WAL flush: lost with a crash, the rows and the cursor go together.
 -- $1 the projects whose events moved (NULL: every project), $2 events per endpoint.
-WITH due AS MATERIALIZED (
-  SELECT e.id, e.project_id, e.types, e.fanned_out, c.total AS head
+-- The endpoints are locked apart from the heads they are compared with: on Citus the endpoints are
+-- the coordinator's and the heads the shards', and Citus locks rows only in a statement of one
+-- node's tables (docs/citus.md). An endpoint with nothing due is locked for this statement too.
+WITH locked AS MATERIALIZED (
+  SELECT e.id, e.project_id, e.types, e.fanned_out
   FROM webhook_endpoints e
-  JOIN project_event_counts c ON c.project_id = e.project_id
-  WHERE e.status = 'enabled' AND e.deleted_at IS NULL AND e.fanned_out < c.total
-    AND ($1::text[] IS NULL OR e.project_id = ANY ($1::text[]))
+  WHERE e.status = 'enabled' AND e.deleted_at IS NULL AND ($1::text[] IS NULL OR e.project_id = ANY ($1::text[]))
   FOR UPDATE OF e SKIP LOCKED
+), due AS MATERIALIZED (
+  SELECT e.id, e.project_id, e.types, e.fanned_out, c.total AS head
+  FROM locked e
+  JOIN project_event_counts c ON c.project_id = e.project_id
+  WHERE e.fanned_out < c.total
 ), queued AS (
   INSERT INTO webhook_deliveries (endpoint_id, event_id, sequence)
   SELECT d.id, ev.id, ev.sequence

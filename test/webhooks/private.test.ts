@@ -57,7 +57,7 @@ test('delivery: a name that resolves to 127.0.0.1 by the time of the attempt is 
   // As if its name had turned private after the creation checked it.
   const { rows: [endpoint] } = await service.db.query(
     `INSERT INTO webhook_endpoints (id, project_id, url, secret, fanned_out)
-     VALUES ('whep_0000000000000000beef', $1, $2, $3, (SELECT total FROM project_event_counts WHERE project_id = $1)) RETURNING id`,
+     SELECT 'whep_0000000000000000beef', $1, $2, $3, total FROM project_event_counts WHERE project_id = $1 RETURNING id`,
     [project.projectId, receiver.url().replace('127.0.0.1', 'localhost'),
       seal(sealingKeyOf(service.config), `whsec_${Buffer.alloc(32, 7).toString('base64')}`, 'whep_0000000000000000beef')]);
   const event = await eventOf(service, await makeEvent(service, project.key), 'key.created');
