@@ -42,5 +42,7 @@ export async function grantOnWorkers(pool: pg.Pool): Promise<void> {
   const { rows } = await pool.query(
     "SELECT c.oid::regclass::text AS view FROM pg_class c WHERE c.relkind = 'v' AND c.relnamespace = 'public'::regnamespace");
   if (rows.length === 0 || (await pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [APP_ROLE])).rowCount === 0) return;
-  await pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${rows.map((r) => r.view).join(', ')} TO ${APP_ROLE}`);
+  // Under the release lock, as grantAppRole's: two GRANTs of one object at once fail ("tuple
+  // concurrently updated"), and every workspace command runs release.
+  await withReleaseLock(pool, (client) => client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${rows.map((r) => r.view).join(', ')} TO ${APP_ROLE}`));
 }

@@ -58,31 +58,55 @@ BEGIN
   INSERT INTO pms_layout VALUES ('api_key_routes', 'reference', NULL, 9);
   -- A consumer's keys span projects, so every node: its disable updates them itself (domain/projects.ts).
   DROP TRIGGER keys_owner_disabled ON consumers;
-  -- Citus runs no trigger with a transition table (0019): the feed's version moves with the writers.
+  -- Citus runs no trigger with a transition table (0019): a row trigger moves the project's
+  -- feed version instead, on the shard, where the project's counter row is too. A TRUNCATE of
+  -- events by hand is no longer seen.
   DROP TRIGGER events_updated_move_feed_versions ON events;
   DROP TRIGGER events_deleted_move_feed_versions ON events;
   DROP TRIGGER events_truncated_move_feed_versions ON events;
+  CREATE FUNCTION event_moves_feed_version() RETURNS trigger LANGUAGE plpgsql AS $f$
+  BEGIN
+    UPDATE project_event_counts c SET total = c.total WHERE c.project_id = OLD.project_id;
+    RETURN NULL;
+  END
+  $f$;
+  CREATE TRIGGER event_moves_feed_version AFTER UPDATE OR DELETE ON events
+    FOR EACH ROW EXECUTE FUNCTION event_moves_feed_version();
 END
 $$;
 
--- The expiry job's due keys are of every project: Citus locks no row of a statement over every
--- shard, so no SKIP LOCKED. Two workers may pick the same keys; the second waits for the first's
--- commit, finds them expired, and skips them: each key expires once, as with SKIP LOCKED.
+-- The expiry job's due keys are of every project: Citus locks rows only in a statement routed to
+-- one shard. So the projects with due keys are found first (every shard, no lock), then each one's
+-- keys are marked by a statement of its own, routed to its shard, FOR UPDATE SKIP LOCKED as on one
+-- PostgreSQL: two workers share the batch, and a key whose row is held is passed over.
 CREATE OR REPLACE FUNCTION expire_due_keys(batch integer) RETURNS TABLE (id text, project_id text, expires_at bigint)
 LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
+DECLARE
+  due_project text;
+  room integer := batch;
+  marked integer;
 BEGIN
-  RETURN QUERY
-  UPDATE api_keys k
-  SET status = 'expired', updated_at = k.expires_at
-  FROM (
-    SELECT project_id, id FROM api_keys
-    WHERE status = 'activated' AND expires_at IS NOT NULL AND expires_at <= now()
-    ORDER BY expires_at
-    LIMIT batch
-  ) due
-  WHERE k.project_id = due.project_id AND k.id = due.id AND k.status = 'activated'
-  RETURNING k.id, k.project_id, unix_seconds(k.expires_at);
+  FOR due_project IN
+    SELECT DISTINCT k.project_id FROM api_keys k
+    WHERE k.status = 'activated' AND k.expires_at IS NOT NULL AND k.expires_at <= now()
+  LOOP
+    RETURN QUERY
+    UPDATE api_keys k
+    SET status = 'expired', updated_at = k.expires_at
+    FROM (
+      SELECT d.id FROM api_keys d
+      WHERE d.project_id = due_project AND d.status = 'activated' AND d.expires_at IS NOT NULL AND d.expires_at <= now()
+      ORDER BY d.expires_at
+      LIMIT room
+      FOR UPDATE SKIP LOCKED
+    ) due
+    WHERE k.project_id = due_project AND k.id = due.id
+    RETURNING k.id, k.project_id, unix_seconds(k.expires_at);
+    GET DIAGNOSTICS marked = ROW_COUNT;
+    room := room - marked;
+    EXIT WHEN room <= 0;
+  END LOOP;
 END
 $$;
 
