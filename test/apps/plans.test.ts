@@ -133,7 +133,7 @@ test('creations that wrote their apps while the admission was held: exactly the 
   const p = await service.createProject('Racing behind the admission');
   await plan(p, { appLimit: 2 });
   const db = service.services.pool;
-  const lock = await holdLock(db, "SELECT hold_changes_of('admission', $1)", [p.projectId]);
+  const lock = await holdLock(db, "SELECT hold_changes_of('admission', $1, $1)", [p.projectId]);
   const replies = await afterWaitingOn(db, lock, 'every pool connection waiting on the admission',
     () => Promise.all(Array.from({ length: 6 }, (_, i) => create(p, appBody({ name: `queued ${i}` })))), service.config.dbPoolSize, 10_000);
   assert.deepEqual(replies.map((r) => r.status).sort(), [200, 200, 402, 402, 402, 402]);

@@ -5,7 +5,7 @@ import { workspaceFails, workspaceOk } from '../support/cli.ts';
 import { ID } from '../support/ids.ts';
 import { TestService, type TestProject } from '../support/service.ts';
 import { setLogo } from '../../domain/apps.ts';
-import { holdLock, lockWaiters } from '../support/locks.ts';
+import { holder, holdLock, lockWaiters } from '../support/locks.ts';
 import { sleep, waitFor } from '../support/wait.ts';
 import { appBody, createApp, getApp, LOGO_BYTES, logoFile, waitForTotals } from './helpers.ts';
 
@@ -57,7 +57,7 @@ test('app logo attaches the file as the logo and prints one JSON object', async 
 
 test('two logo commands at once: each event\'s `from` is the logo it replaced', async () => {
   const app = await createApp(service, project.key);
-  const held = await holdLock(service.db, 'SELECT id FROM apps WHERE id = $1 FOR UPDATE', [app.id]);
+  const held = await holdLock(service.db, 'SELECT id FROM apps WHERE id = $1 AND project_id = $2 FOR UPDATE', [app.id, project.projectId]);
   const both = [setLogo(service.services, WORKSPACE, app.id, logoFile(LOGO_BYTES.png, 'a.png')), setLogo(service.services, WORKSPACE, app.id, logoFile(LOGO_BYTES.png, 'b.png'))];
   try {
     await waitFor(() => 'both commands wait on the app', async () => (await lockWaiters(service.db, held)) >= 2 || undefined);
@@ -80,11 +80,11 @@ test('a logo command waiting while the app is deleted finds no app, and changes 
   const client = await service.db.connect();
   try {
     await client.query('BEGIN');
-    const { rows: [{ pid }] } = await client.query('SELECT pg_backend_pid() AS pid');
-    await client.query('SELECT id FROM apps WHERE id = $1 FOR UPDATE', [app.id]);
+    await client.query('SELECT id FROM apps WHERE id = $1 AND project_id = $2 FOR UPDATE', [app.id, project.projectId]);
+    const held = await holder(client);
     const logo = setLogo(service.services, WORKSPACE, app.id, logoFile(LOGO_BYTES.png, 'late.png')).then(() => 'changed', (err: Error) => err.message);
-    await waitFor(() => 'the command waits on the app', async () => (await lockWaiters(service.db, { pid, release: async () => {} })) >= 1 || undefined);
-    await client.query('UPDATE apps SET deleted_at = now_seconds() WHERE id = $1', [app.id]);
+    await waitFor(() => 'the command waits on the app', async () => (await lockWaiters(service.db, held)) >= 1 || undefined);
+    await client.query('UPDATE apps SET deleted_at = now_seconds() WHERE id = $1 AND project_id = $2', [app.id, project.projectId]);
     await client.query('COMMIT');
     assert.equal(await logo, `No app ${app.id}.`);
   } finally {

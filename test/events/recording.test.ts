@@ -378,12 +378,13 @@ test('the audit writer refuses a job of an unknown type instead of dropping its 
   const p = await project('Unknown type');
   const job = { id: newId('evnt'), project_id: p.projectId, type: 'key.melted', related_table: 'key', related_id: newId('papi'),
     origin: 'api', ip_address: '127.0.0.1', details: [], created_at: nowSeconds() } as unknown as AuditJob;
-  await assert.rejects(writeEvents(service.db, [job]), { code: '23502' });
+  // By message: Citus reports the not-null violation of a shard's copy as XX000, not 23502.
+  await assert.rejects(writeEvents(service.db, [job]), { message: /null value in column "type_id"/ });
   assert.equal((await eventsOf(job.related_id)).length, 0);
 
   // In the worker's batch, the bad job does not hold back the others' events.
   const good: AuditJob = { ...job, id: newId('evnt'), related_id: newId('papi'), type: 'key.created', details: { name: 'good' } };
-  await assert.rejects(writeEventsApart(service.db, [job, good]), { code: '23502' });
+  await assert.rejects(writeEventsApart(service.db, [job, good]), { message: /null value in column "type_id"/ });
   assert.equal((await eventsOf(good.related_id)).length, 1);
   assert.equal((await eventsOf(job.related_id)).length, 0);
   assert.equal(await writeEventsApart(service.db, [good]), 0, 'written once');

@@ -17,6 +17,7 @@ import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
 import { EventStreamReader } from '../support/sse.ts';
+import { changeTriggers } from '../support/triggers.ts';
 import { sleep } from '../support/wait.ts';
 
 const HEARTBEAT_MS = 300;
@@ -221,11 +222,11 @@ describe('the event stream', () => {
     // is outside the hash for such a change, whose served actor is the workspace's.
     await service.db.query(`CREATE FUNCTION stream_test_actor_${q.projectId}() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.project_id = '${q.projectId}' AND NEW.origin = 'workspace' THEN NEW.actor_id := '${q.keyId}'; END IF; RETURN NEW; END $$`);
-    await service.db.query(`CREATE TRIGGER actor_${q.projectId} BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION stream_test_actor_${q.projectId}()`);
+    await changeTriggers(service.db, [`CREATE TRIGGER actor_${q.projectId} BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION stream_test_actor_${q.projectId}()`]);
     try {
       await writeEvents(service.db, [{ ...jobs(q, 1)[0]!, origin: 'workspace', actor_id: null }]);
     } finally {
-      await service.db.query(`DROP TRIGGER actor_${q.projectId} ON events`);
+      await changeTriggers(service.db, [`DROP TRIGGER actor_${q.projectId} ON events`]);
       await service.db.query(`DROP FUNCTION stream_test_actor_${q.projectId}()`);
     }
     const { rows: [edited] } = await service.db.query(`SELECT actor_id FROM events WHERE project_id = $1 AND origin = 'workspace' ORDER BY sequence DESC LIMIT 1`, [q.projectId]);

@@ -8,6 +8,7 @@ import { appBody } from '../apps/helpers.ts';
 import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
+import { changeTriggers } from '../support/triggers.ts';
 
 export function changeOrderTests(label: string): void {
   let service: TestService;
@@ -24,9 +25,11 @@ export function changeOrderTests(label: string): void {
         RETURN NEW;
       END $$`);
     const when = `WHEN (NEW.project_id = '${probed.projectId}')`;
-    await service.db.query(`CREATE TRIGGER test_written_after_check BEFORE INSERT OR UPDATE ON apps FOR EACH ROW ${when} EXECUTE FUNCTION test_written_after_check()`);
-    await service.db.query(`CREATE TRIGGER test_written_after_check BEFORE INSERT OR UPDATE ON api_keys FOR EACH ROW ${when} EXECUTE FUNCTION test_written_after_check()`);
-    await service.db.query(`CREATE TRIGGER test_written_after_check BEFORE INSERT ON audit_outbox FOR EACH ROW ${when} EXECUTE FUNCTION test_written_after_check()`);
+    await changeTriggers(service.db, [
+      `CREATE TRIGGER test_written_after_check BEFORE INSERT OR UPDATE ON apps FOR EACH ROW ${when} EXECUTE FUNCTION test_written_after_check()`,
+      `CREATE TRIGGER test_written_after_check BEFORE INSERT OR UPDATE ON api_keys FOR EACH ROW ${when} EXECUTE FUNCTION test_written_after_check()`,
+      `CREATE TRIGGER test_written_after_check BEFORE INSERT ON audit_outbox FOR EACH ROW ${when} EXECUTE FUNCTION test_written_after_check()`,
+    ]);
   });
   after(() => service.stop());
 

@@ -7,7 +7,7 @@ import { disableProject } from '../../domain/projects.ts';
 import { appBody } from '../apps/helpers.ts';
 import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
-import { holdLock, lockWaiters } from '../support/locks.ts';
+import { countLocks, holdLock, lockWaiters } from '../support/locks.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
 import { sleep, waitFor } from '../support/wait.ts';
 
@@ -27,26 +27,18 @@ async function knownKey(project: TestProject, name: string) {
   return made;
 }
 
-/** pg_locks lists every database's locks: this test's only. */
-const THIS_DATABASE = 'database = (SELECT oid FROM pg_database WHERE datname = current_database())';
-
-/** A revocation or a disable of this test's database holds its change lock (hold_changes_of, sql/migrations/0014). */
+/** A revocation or a disable holds its change lock (hold_changes_of, sql/migrations/0014). */
 async function endingHoldsChanges(): Promise<boolean> {
-  const { rows: [{ n }] } = await service.db.query(`SELECT count(*)::int AS n FROM pg_locks
-    WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock' AND classid::int IN (1801, 1802, 1803)
-      AND ${THIS_DATABASE}`);
-  return n >= 1;
+  return (await countLocks(service.db, "locktype = 'advisory' AND granted AND mode = 'ExclusiveLock' AND classid::int IN (1801, 1802, 1803)")) >= 1;
 }
 
 /**
  * Sessions of this test's database waiting for an advisory lock: changes held behind a
- * revocation, or the reverse. pg_locks lists every database's: another test file's waiter, on the
- * same server at the same moment, let this one go on before its own change waited.
+ * revocation, or the reverse. Another test file's waiter, on the same server at the same moment,
+ * would let this one go on before its own change waited.
  */
 async function advisoryWaiters(): Promise<number> {
-  const { rows: [{ n }] } = await service.db.query(`SELECT count(*)::int AS n FROM pg_locks
-    WHERE locktype = 'advisory' AND NOT granted AND ${THIS_DATABASE}`);
-  return n;
+  return countLocks(service.db, "locktype = 'advisory' AND NOT granted");
 }
 
 /** Whether the promise is still pending after `ms`. */
@@ -72,7 +64,7 @@ test('a change in flight when its key is revoked commits first; the revocation w
   const project = await service.createProject('Change before revocation');
   const changer = await knownKey(project, 'changer');
   const app = assertSuccess(await service.request('POST', '/v1/app/create', { key: project.key, body: appBody() }));
-  const held = await holdLock(service.db, 'SELECT id FROM apps WHERE id = $1 FOR UPDATE', [app.id]);
+  const held = await holdLock(service.db, 'SELECT id FROM apps WHERE id = $1 AND project_id = $2 FOR UPDATE', [app.id, project.projectId]);
   let patch: Promise<Reply>;
   let revoke: Promise<Reply>;
   try {
@@ -96,8 +88,8 @@ test('a change in flight when its key is revoked commits first; the revocation w
  * Starts `ending` (a revocation or a disable), which takes its advisory lock and then waits on a
  * row the test holds; then `change`, which must wait for `ending`; then lets both go.
  */
-async function changeBehind<E>(row: { sql: string; id: string }, ending: () => Promise<E>, change: () => Promise<Reply>): Promise<[E, Reply]> {
-  const held = await holdLock(service.db, row.sql, [row.id]);
+async function changeBehind<E>(row: { sql: string; id: string; project?: string }, ending: () => Promise<E>, change: () => Promise<Reply>): Promise<[E, Reply]> {
+  const held = await holdLock(service.db, row.sql, row.project ? [row.id, row.project] : [row.id]);
   let ended: Promise<E>;
   let changed: Promise<Reply>;
   try {
@@ -117,7 +109,7 @@ test('a change checked while its key\'s revocation is in flight waits for it, th
   const project = await service.createProject('Revocation before change');
   const changer = await knownKey(project, 'changer');
   const [revoked, created] = await changeBehind(
-    { sql: 'SELECT id FROM api_keys WHERE id = $1 FOR UPDATE', id: changer.id },
+    { sql: 'SELECT id FROM api_keys WHERE id = $1 AND project_id = $2 FOR UPDATE', id: changer.id, project: project.projectId },
     () => service.request('DELETE', `/v1/key/${changer.id}`, { key: project.key }),
     () => service.request('POST', '/v1/key', { key: changer.key, body: { name: 'minted by a key being revoked', scope: ['key:read'] } }));
   assertSuccess(revoked, 200);

@@ -33,7 +33,7 @@ test('a key whose expires_at has passed answers 401 at once, before any job ran,
   const guard = await service.db.connect();
   try {
     await guard.query('BEGIN');
-    const { rowCount } = await guard.query('SELECT 1 FROM api_keys WHERE id = $1 FOR KEY SHARE', [made.id]);
+    const { rowCount } = await guard.query('SELECT 1 FROM api_keys WHERE id = $1 AND project_id = $2 FOR KEY SHARE', [made.id, project.projectId]);
     assert.equal(rowCount, 1);
     await service.db.query("UPDATE api_keys SET expires_at = now() - interval '10 seconds' WHERE id = $1", [made.id]);
     assert.equal((await keyRow(service, made.id))!.status, 'activated', 'the row was already marked expired');
@@ -146,7 +146,7 @@ test('a key revoked after its expiry passed, before the job marked it: its expir
   // (SKIP LOCKED), while the revocation's own UPDATE waits for nothing but this transaction.
   const guard = await service.db.connect();
   await guard.query('BEGIN');
-  await guard.query('UPDATE api_keys SET expires_at = to_timestamp($2) WHERE id = $1', [made.id, expiresAt]);
+  await guard.query('UPDATE api_keys SET expires_at = to_timestamp($2) WHERE id = $1 AND project_id = $3', [made.id, expiresAt, project.projectId]);
   const revoking = service.request('DELETE', `/v1/key/${made.id}`, { key: project.key });
   await expireDueKeys(service.services);
   await guard.query('COMMIT');

@@ -32,7 +32,7 @@ function lastUsedSince(id: string, since: number): Promise<number> {
 async function setLastUsed(id: string, secondsAgo: number): Promise<number> {
   const { rows } = await service.db.query(
     `UPDATE api_keys SET last_used_at = date_trunc('second', now()) - make_interval(secs => $2)
-     WHERE id = $1 RETURNING extract(epoch FROM last_used_at)::bigint AS at`, [id, secondsAgo]);
+     WHERE id = $1 RETURNING unix_seconds(last_used_at) AS at`, [id, secondsAgo]);
   assert.equal(rows.length, 1);
   return rows[0].at;
 }

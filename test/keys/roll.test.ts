@@ -8,7 +8,7 @@ import { Client } from '../../client/node.ts';
 import { expireDueKeys } from '../../domain/keys.ts';
 import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { ID, SECRET } from '../support/ids.ts';
-import { lockWaiters } from '../support/locks.ts';
+import { holder, lockWaiters } from '../support/locks.ts';
 import { createKey, type CreatedKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
 import { nowSeconds, sleep, waitFor } from '../support/wait.ts';
@@ -219,12 +219,11 @@ test('a roll waiting on the old key\'s revocation in flight finds it revoked onc
   const old = await createKey(service, project.key, { name: 'raced', scope: ['key:read'] });
   const revoker = await service.db.connect();
   try {
-    const { rows: [{ pid }] } = await revoker.query('SELECT pg_backend_pid() AS pid');
     await revoker.query('BEGIN');
-    await revoker.query(`UPDATE api_keys SET status = 'revoked' WHERE id = $1`, [old.id]);
+    await revoker.query(`UPDATE api_keys SET status = 'revoked' WHERE id = $1 AND project_id = $2`, [old.id, project.projectId]);
+    const held = await holder(revoker);
     const before = await keyCount();
     const rolling = roll(old.id);
-    const held = { pid, release: async () => {} };
     await waitFor('the roll waiting on the revocation', async () => ((await lockWaiters(service.db, held)) > 0 ? true : undefined));
     await revoker.query('COMMIT');
     assertError(await rolling, 404, MESSAGES.keyNotFound);

@@ -7,13 +7,26 @@ import { waitFor } from './wait.ts';
 export interface HeldLock {
   /** The holding session's backend, which the waiters' pg_blocking_pids name. */
   pid: number;
+  /**
+   * On Citus, the holding session's global pid: the lock is on the worker of its shard, where
+   * pg_blocking_pids of the coordinator sees no waiter, and citus_lock_waits names it by this.
+   */
+  gpid: string | null;
   release(): Promise<void>;
+}
+
+/** A session of the test's that holds locks it takes itself, for lockWaiters; it releases nothing. */
+export async function holder(client: pg.ClientBase): Promise<HeldLock> {
+  const { rows: [{ pid, citus }] } = await client.query(
+    "SELECT pg_backend_pid() AS pid, to_regproc('citus_backend_gpid') IS NOT NULL AS citus");
+  const gpid = citus ? (await client.query('SELECT citus_backend_gpid()::text AS gpid')).rows[0].gpid as string : null;
+  return { pid, gpid, release: async () => {} };
 }
 
 /** Runs `sql` (which must lock exactly one row) in a transaction held open until released. */
 export async function holdLock(db: pg.Pool, sql: string, values: unknown[]): Promise<HeldLock> {
   const client = await db.connect();
-  const { rows: [{ pid }] } = await client.query('SELECT pg_backend_pid() AS pid');
+  const { pid, gpid: globalPid } = await holder(client);
   await client.query('BEGIN');
   // A lock that cannot be taken (Citus takes none by id alone) fails the test, not its end.
   const { rowCount } = await client.query(sql, values).catch(async (err: unknown) => {
@@ -24,6 +37,7 @@ export async function holdLock(db: pg.Pool, sql: string, values: unknown[]): Pro
   let released = false;
   return {
     pid,
+    gpid: globalPid,
     async release() {
       if (released) return;
       released = true;
@@ -37,6 +51,18 @@ export async function holdLock(db: pg.Pool, sql: string, values: unknown[]): Pro
  * holder, not by query text, which pg_stat_activity cuts at 1 kB.
  */
 export async function lockWaiters(db: pg.Pool, lock: HeldLock): Promise<number> {
+  if (lock.gpid !== null) {
+    const { rows } = await db.query(
+      `WITH RECURSIVE edges AS MATERIALIZED (
+         SELECT waiting_gpid::text AS waiting, blocking_gpid::text AS blocking FROM citus_lock_waits
+       ), waiting (gpid) AS (
+         SELECT waiting FROM edges WHERE blocking = $1
+         UNION
+         SELECT e.waiting FROM edges e JOIN waiting w ON e.blocking = w.gpid
+       )
+       SELECT count(*)::int AS n FROM waiting`, [lock.gpid]);
+    return rows[0].n;
+  }
   const { rows } = await db.query(
     `WITH RECURSIVE waiting (pid) AS (
        SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))
@@ -60,4 +86,23 @@ export async function afterWaitingOn<T>(db: pg.Pool, lock: HeldLock, what: strin
     await lock.release();
   }
   return pending;
+}
+
+/**
+ * How many locks of this database match `condition` (over pg_locks' columns). On Citus over every
+ * node (citus_locks), each node's own oid of the database: a change's locks are on its project's
+ * worker. pg_locks lists every database's, and another test file's must not count.
+ */
+export async function countLocks(db: pg.Pool, condition: string): Promise<number> {
+  const { rows: [{ citus }] } = await db.query("SELECT to_regclass('citus_locks') IS NOT NULL AS citus");
+  const { rows: [{ n }] } = citus
+    ? await db.query(`WITH here AS (
+         SELECT nodeid, result::oid AS database
+         FROM run_command_on_all_nodes(format('SELECT oid FROM pg_database WHERE datname = %L', current_database()))
+       )
+       SELECT count(*)::int AS n FROM citus_locks l JOIN here h ON h.nodeid = l.nodeid AND h.database = l.database
+       WHERE ${condition}`)
+    : await db.query(`SELECT count(*)::int AS n FROM pg_locks
+       WHERE database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND ${condition}`);
+  return n;
 }
