@@ -202,10 +202,18 @@ if (import.meta.main) {
     console.log('# Citus cluster stopped and removed');
     process.exit(code);
   };
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void finish());
+  let child: ReturnType<typeof spawn> | undefined;
+  // A signal (a CI step's timeout) goes to the command first, which then cleans up after itself;
+  // the cluster stops once it has exited.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
+      else void finish();
+    });
+  }
   if (command.length > 0) {
-    const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: { ...process.env, DATABASE_URL: cluster.coordinatorUrl } });
-    code = await new Promise<number>((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+    child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: { ...process.env, DATABASE_URL: cluster.coordinatorUrl } });
+    code = await new Promise<number>((resolve) => child!.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
     await finish();
   } else {
     setInterval(() => {}, 1 << 30);
