@@ -26,7 +26,8 @@ WITH checked AS MATERIALIZED (
     WHEN rate_limit_looser(o.rate_limit, $16::jsonb) THEN 'rate_limit'
     WHEN key_within_caller_life($10, unix_seconds(o.expires_at), $2) THEN NULL
   END AS refusal,
-  -- The old key's expiry after the roll, formed here: Citus takes no function in an UPDATE's CASE.
+  -- The old key's expiry after the roll, formed here: Citus takes no STABLE function (now_seconds)
+  -- beside a column in an UPDATE's SET.
   least(o.expires_at, now_seconds() + make_interval(secs => $4::int)) AS rolled_expires_at
   FROM old o
 ), created AS (
