@@ -153,7 +153,7 @@ test('a slow statement is not a silent host: a revocation waiting 2.5 s on a loc
   const holder = await service.db.connect();
   try {
     await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM api_keys WHERE id = $1 FOR UPDATE', [keyId]);
+    await holder.query('SELECT 1 FROM api_keys WHERE id = $1 AND project_id = $2 FOR UPDATE', [keyId, project.projectId]);
     const revoked = service.request('DELETE', `/v1/key/${keyId}`, { key: project.key });
     await sleep(2500);
     await holder.query('COMMIT');
