@@ -16,12 +16,12 @@ const LATE_CHECK_MS = 100;
 const CHECK_EVERY_MS = 100;
 
 export interface DatabaseWatch {
-  readonly silent: boolean;
   stop(): Promise<void>;
 }
 
 /** Starts the watch in the gateway's thread; `silenceMs` 0 starts none. */
 export function watchDatabase(connectionString: string, silenceMs: number, log: Logger): DatabaseWatch {
+  if (silenceMs === 0) return { stop: async () => {} };
   const everyMs = Math.max(1, Math.floor(silenceMs / 4));
   const channel = new BroadcastChannel(CHANNEL);
   channel.unref();
@@ -97,13 +97,9 @@ export function watchDatabase(connectionString: string, silenceMs: number, log: 
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + everyMs - Date.now())).unref());
     }
   };
-  if (silenceMs > 0) void ask();
-  else clearInterval(checker);
+  void ask();
 
   return {
-    get silent() {
-      return isSilent(connectionString);
-    },
     async stop() {
       stopped = true;
       clearInterval(checker);

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { generate } from 'selfsigned';
 import { procfileArgs, type ProcessKind } from '../../lib/procfile.ts';
 import { ROOT } from '../support/cli.ts';
+import { alive } from '../support/processes.ts';
 import { Balancer, PUBLIC_URL } from './balancer.ts';
 import type { AgentReply, AgentRequest } from './client-agent.ts';
 import { DatabaseHost } from './database.ts';
@@ -222,15 +223,6 @@ async function clearStale(): Promise<void> {
   }
   await destroyNetwork();
   for (const name of dirs) rmSync(path.join(STATE_PARENT, name), { recursive: true, force: true });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** One certificate for the balancer's address and both web hosts' names (HAProxy verifies them). */

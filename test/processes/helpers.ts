@@ -9,6 +9,7 @@ import https from 'node:https';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { ROOT } from '../support/cli.ts';
+import { alive } from '../support/processes.ts';
 import { freePort } from '../support/ports.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -49,15 +50,6 @@ export interface Run {
 const children = new Set<ChildProcess>();
 /** Service processes and PostgreSQL servers seen running, by pid, with the signal that ends them. */
 const pids = new Map<number, NodeJS.Signals>();
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Kills what is still running: each child's process group, every process watched. For an after

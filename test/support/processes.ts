@@ -66,6 +66,16 @@ function track(child: ChildProcess): Promise<Exit> {
 }
 
 /** The last `chars` characters of a file, for failure messages. */
+/** Whether a process of this pid still exists (signal 0 asks without sending). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function tail(file: string, chars = 4000): string {
   if (!existsSync(file)) return '(no file)';
   const text = readFileSync(file, 'utf8');
