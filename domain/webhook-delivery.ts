@@ -22,7 +22,7 @@ const LEASE_MIN_SECONDS = 30;
 /**
  * Claimed per endpoint, over all workers, as a multiple of the attempts one worker runs at once
  * there: the next attempt starts as one ends, not a claim's round trips later. A lease frees when
- * its result is recorded, so the depth must also cover a record's and a claim's time.
+ * its result is recorded, which the next claim does first, so the depth covers a claim's time.
  */
 const CLAIM_DEPTH = 8;
 /** A claimed delivery not begun this long before its lease would end is handed back instead. */
@@ -34,7 +34,7 @@ const leaseSeconds = (timeoutMs: number) => Math.max(LEASE_MIN_SECONDS, Math.cei
 const RETRY_AFTER_MAX_S = 86_400;
 /** Every attempt failing this long disables the endpoint (`failing`). */
 export const FAILING_DISABLES_AFTER_S = 5 * 86_400;
-/** The least time between two passes: a stream of completions shares one claim. */
+/** The least time between two passes: a stream of completions shares one record and claim. */
 const PASS_GAP_MS = 5;
 const RECORD_RETRY_MS = 500;
 const LISTEN_RETRY_MS = 1000;
@@ -136,10 +136,10 @@ export class WebhookDispatcher {
   /** Attempts in flight, to cancel if the worker stops before they end. */
   private readonly attempts = new Map<string, AbortController>();
   private handingBack: Promise<void> | undefined;
+  /** Attempts ended, their results not recorded yet: the next claim records them first. */
   private readonly finished: Finished[] = [];
   /** Claims given back undone (too near their lease's end, or the worker stopping), to release. */
   private readonly abandoned: ClaimRow[] = [];
-  private recording: Promise<void> | undefined;
   /** Fan-outs and claims run apart: neither waits for the other's round trips. */
   private readonly fanOuts: Coalesced;
   private readonly claims: Coalesced;
@@ -154,7 +154,7 @@ export class WebhookDispatcher {
     this.services = { ...services, pool: this.pool, db: this.pool };
     const warn = (what: string) => (err: unknown) => this.services.log.warn({ err: errorFields(err) }, what);
     this.fanOuts = new Coalesced(() => this.fanOutMoved(), warn('webhook fan-out failed'));
-    this.claims = new Coalesced(() => this.claim(), warn('webhook claim failed'));
+    this.claims = new Coalesced(() => this.recordAndClaim(), warn('webhook claim failed'));
   }
 
   start(): void {
@@ -193,15 +193,48 @@ export class WebhookDispatcher {
     }
   }
 
-  private async claim(): Promise<void> {
-    const free = this.services.config.webhookMaxInFlight * CLAIM_DEPTH - this.held;
-    if (free <= 0 || this.stopped) return;
+  /**
+   * One pass: the results finished since the last, then a claim. Endpoints whose every result
+   * succeeded are recorded in the claim's own transaction (BEGIN, record, lock, claim, COMMIT in
+   * one round trip), so the leases they free are claimed again at once; the others first, in a
+   * transaction with the disablings they call for. One pass at a time keeps each endpoint's results
+   * in order. While the database is away the results wait, retried every RECORD_RETRY_MS.
+   */
+  private async recordAndClaim(): Promise<void> {
+    const batch = this.finished.splice(0);
+    const failing = new Set(batch.filter((f) => !succeeded(f.result)).map((f) => f.claim.endpoint_id));
+    const withFailures = batch.filter((f) => failing.has(f.claim.endpoint_id));
+    const successes = batch.filter((f) => !failing.has(f.claim.endpoint_id));
+    let unrecorded = batch;
+    try {
+      if (withFailures.length > 0) {
+        await this.recordBatch(withFailures);
+        this.settled(withFailures.length);
+        unrecorded = successes;
+      }
+      await this.claim(successes);
+    } catch (err) {
+      if (unrecorded.length > 0) {
+        this.finished.unshift(...unrecorded);
+        this.services.log.warn({ err: errorFields(err), attempts: unrecorded.length }, 'webhook attempts not recorded yet; retrying');
+        setTimeout(() => this.claims.ask(), RECORD_RETRY_MS).unref();
+        return;
+      }
+      throw err;
+    }
+  }
+
+  /** Records `successes` (none failed) and, unless stopping, claims what is due, in one transaction. */
+  private async claim(successes: Finished[]): Promise<void> {
+    const free = this.stopped ? 0 : this.services.config.webhookMaxInFlight * CLAIM_DEPTH - this.held + successes.length;
+    if (free <= 0 && successes.length === 0) return;
     const rows = await pipelined(this.pool, (client) => Promise.all([
-      queryFile(client, 'webhook_claim_lock'),
-      queryFile<ClaimRow>(client, 'webhook_claim', [
+      successes.length > 0 ? queryFile(client, 'webhook_attempts_record', this.recordValues(successes)) : undefined,
+      ...(free > 0 ? [queryFile(client, 'webhook_claim_lock'), queryFile<ClaimRow>(client, 'webhook_claim', [
         free, this.services.config.webhookMaxInFlightPerEndpoint * CLAIM_DEPTH, leaseSeconds(this.services.config.webhookTimeoutMs),
-      ]),
-    ]).then(([, claimed]) => claimed), { transaction: true });
+      ])] : []),
+    ]).then((answers) => (answers[2] ?? []) as ClaimRow[]), { transaction: true });
+    this.settled(successes.length);
     const claimedAt = Date.now();
     this.held += rows.length;
     for (const claim of rows) {
@@ -255,7 +288,7 @@ export class WebhookDispatcher {
       if (cancel.signal.aborted) this.handBack(claim);
       else {
         this.finished.push({ claim, result, beganMs });
-        this.record();
+        this.claims.ask();
       }
       this.pump(endpoint);
       this.pumpAll();
@@ -322,61 +355,36 @@ export class WebhookDispatcher {
     return agent;
   }
 
-  /** Records what has finished, in one transaction per batch; retried while the database is away. */
-  private record(): void {
-    if (this.recording) return;
-    this.recording = (async () => {
-      while (this.finished.length > 0) {
-        const batch = this.finished.splice(0, this.finished.length);
-        for (;;) {
-          try {
-            await this.recordBatch(batch);
-            break;
-          } catch (err) {
-            this.services.log.warn({ err: errorFields(err), attempts: batch.length }, 'webhook attempts not recorded yet; retrying');
-            await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
-          }
-        }
-        this.settled(batch.length);
-        this.claims.ask();
-      }
-    })().finally(() => {
-      this.recording = undefined;
-      // An attempt that finished as the loop ended.
-      if (this.finished.length > 0) this.record();
-    });
-  }
-
   private settled(count: number): void {
     this.held -= count;
     if (this.held === 0) this.drained?.();
   }
 
   /**
-   * Records a batch in one statement: alone (one round trip) when every attempt succeeded, else in
-   * a transaction with the disablings it calls for, so an attempt is never seen logged before them.
+   * The values of webhook_attempts_record for a batch: one statement logs the attempts, settles
+   * their deliveries and moves each endpoint's failing streak.
    */
-  private async recordBatch(batch: Finished[]): Promise<void> {
+  private recordValues(batch: Finished[]): unknown[] {
     const schedule = this.services.config.webhookRetryScheduleS;
     const retries = batch.map(({ claim, result }) => (succeeded(result) ? null : retryDelay(schedule, claim.attempts, result.retryAfterS)));
     const last = new Map<string, boolean>();
-    const gone = new Set<string>();
-    for (const { claim, result } of batch) {
-      last.set(claim.endpoint_id, succeeded(result));
-      if (result.statusCode === 410) gone.add(claim.endpoint_id);
-    }
-    const values = [
+    for (const { claim, result } of batch) last.set(claim.endpoint_id, succeeded(result));
+    return [
       batch.map((f) => f.claim.endpoint_id), batch.map((f) => f.claim.event_id), batch.map((f) => f.claim.attempts),
       batch.map(() => newId('whda')), batch.map((f) => f.claim.sequence), batch.map((f) => f.result.statusCode),
       batch.map((f) => f.result.error), batch.map((f) => f.result.durationMs), retries, batch.map((f) => f.beganMs),
       [...last.keys()], [...last.values()], FAILING_DISABLES_AFTER_S,
     ];
-    if (batch.every((f) => succeeded(f.result))) {
-      await queryFile(this.pool, 'webhook_attempts_record', values);
-      return;
-    }
+  }
+
+  /**
+   * Records a batch with failures in a transaction with the disablings it calls for (410, or the
+   * failing rule), so an attempt is never seen logged before them.
+   */
+  private async recordBatch(batch: Finished[]): Promise<void> {
+    const gone = new Set(batch.filter((f) => f.result.statusCode === 410).map((f) => f.claim.endpoint_id));
     await change(this.services, async (tx) => {
-      const failing = await queryFile<{ id: string }>(tx.client, 'webhook_attempts_record', values);
+      const failing = await queryFile<{ id: string }>(tx.client, 'webhook_attempts_record', this.recordValues(batch));
       const disabling = new Map<string, string>([...gone].map((id) => [id, 'gone']));
       for (const { id } of failing) if (!disabling.has(id)) disabling.set(id, 'failing');
       for (const [id, reason] of disabling) {
@@ -439,7 +447,14 @@ export class WebhookDispatcher {
       for (const cancel of this.attempts.values()) cancel.abort();
       await Promise.race([drained, new Promise<void>((resolve) => setTimeout(resolve, 2000).unref())]);
     }
-    await this.recording;
+    // What finished during the grace is recorded by a last pass (it claims nothing now), retried
+    // while the database is away.
+    for (;;) {
+      this.claims.ask();
+      await this.claims.settled();
+      if (this.finished.length === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
+    }
     await this.handingBack;
     await this.release(this.abandoned.splice(0));
     for (const agent of this.agents.values()) agent.destroy();
