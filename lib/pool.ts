@@ -152,20 +152,29 @@ export async function withTransaction<T>(db: Database, fn: (client: pg.PoolClien
 
 /**
  * Statements sent together on one connection of a pipelining pool (createPool's `pipelining`), in
- * one round trip instead of one each: `send` must queue them on the client before its first await
- * (call queryFile without awaiting). With `transaction`, BEGIN goes before them and COMMIT after,
- * and a statement that fails makes that COMMIT a rollback. Any failure closes the connection
- * rather than hand it back with statements still in flight.
+ * one round trip instead of one each, and in one write: `send` must queue them on the client
+ * before its first await (call queryFile without awaiting). With `transaction`, BEGIN goes before
+ * them and COMMIT after, and a statement that fails makes that COMMIT a rollback. Any failure
+ * closes the connection rather than hand it back with statements still in flight.
  */
 export async function pipelined<T>(pool: pg.Pool, send: (client: pg.PoolClient) => Promise<T>, { transaction = false } = {}): Promise<T> {
   const client = await pool.connect();
   let failed: unknown;
   try {
-    const sent = [
-      ...(transaction ? [client.query('BEGIN')] : []),
-      send(client),
-      ...(transaction ? [client.query('COMMIT')] : []),
-    ];
+    // pg writes each statement as it is queued: held back here, they leave in one write, so the
+    // server is woken once for them all, not once each.
+    const socket = socketOf(client);
+    socket.cork();
+    let sent: Promise<unknown>[];
+    try {
+      sent = [
+        ...(transaction ? [client.query('BEGIN')] : []),
+        send(client),
+        ...(transaction ? [client.query('COMMIT')] : []),
+      ];
+    } finally {
+      socket.uncork();
+    }
     const settled = await Promise.allSettled(sent);
     const rejected = settled.find((s) => s.status === 'rejected');
     if (rejected) throw (failed = rejected.reason);

@@ -2,11 +2,13 @@
 // worker sends a claim and a fan-out: in a transaction they commit together or not at all, and a
 // connection whose statements failed is closed rather than handed to its next user.
 import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { readConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
 import { createPool, pipelined } from '../../lib/pool.ts';
+import { socketOf } from '../../lib/pg-internals.ts';
 import { createTestDatabase } from '../support/service.ts';
 
 let pool: pg.Pool;
@@ -51,4 +53,25 @@ test('without a transaction, each statement stands alone', async () => {
     client.query('INSERT INTO sent VALUES (6)'),
   ])), /duplicate key/);
   assert.deepEqual(await ids(), [1, 2, 5, 6]);
+});
+
+test('the statements leave in one write: the server is woken once for them all', async () => {
+  const first = await pool.connect();
+  const socket = socketOf(first) as Socket & { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void };
+  first.release();
+  let writes = 0;
+  const write = socket._write;
+  const writev = socket._writev;
+  socket._write = function (...args) { writes++; return write.apply(this, args); };
+  socket._writev = function (...args) { writes++; return writev.apply(this, args); };
+  try {
+    await pipelined(pool, (client) => Promise.all([
+      client.query({ name: 'pipelined_one', text: 'SELECT $1::int AS n', values: [1] }),
+      client.query({ name: 'pipelined_two', text: 'SELECT $1::int AS n', values: [2] }),
+    ]), { transaction: true });
+  } finally {
+    socket._write = write;
+    socket._writev = writev;
+  }
+  assert.equal(writes, 1, 'BEGIN, the two statements and COMMIT in one write');
 });
