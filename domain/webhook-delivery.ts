@@ -3,7 +3,7 @@
 // What is owed lives in PostgreSQL; a process holds only what it has claimed.
 import https from 'node:https';
 import pg from 'pg';
-import { newId } from '../lib/ids.ts';
+import { newIds } from '../lib/ids.ts';
 import { createPool, pipelined, queryFile } from '../lib/pool.ts';
 import { errorFields } from '../lib/log.ts';
 import { SYSTEM_ACTOR } from './actor.ts';
@@ -371,7 +371,7 @@ export class WebhookDispatcher {
     for (const { claim, result } of batch) last.set(claim.endpoint_id, succeeded(result));
     return [
       batch.map((f) => f.claim.endpoint_id), batch.map((f) => f.claim.event_id), batch.map((f) => f.claim.attempts),
-      batch.map(() => newId('whda')), batch.map((f) => f.claim.sequence), batch.map((f) => f.result.statusCode),
+      newIds('whda', batch.length), batch.map((f) => f.claim.sequence), batch.map((f) => f.result.statusCode),
       batch.map((f) => f.result.error), batch.map((f) => f.result.durationMs), retries, batch.map((f) => f.beganMs),
       [...last.keys()], [...last.values()], FAILING_DISABLES_AFTER_S,
     ];

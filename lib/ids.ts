@@ -10,6 +10,12 @@ export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBytes(HEX_CHARS / 2).toString('hex')}`;
 }
 
+/** `count` ids as newId makes them, from one read of the CSPRNG (a batch of results' ids). */
+export function newIds(prefix: IdPrefix, count: number): string[] {
+  const hex = randomBytes((count * HEX_CHARS) / 2).toString('hex');
+  return Array.from({ length: count }, (_, i) => `${prefix}_${hex.slice(i * HEX_CHARS, (i + 1) * HEX_CHARS)}`);
+}
+
 /** Whether a path parameter can name a record of this kind at all. */
 export function isId(prefix: IdPrefix, value: string): boolean {
   return value.length === prefix.length + 1 + HEX_CHARS
