@@ -82,56 +82,65 @@ function fixedLookup(resolved: Resolved): LookupFunction {
 }
 
 const timedOut = () => Object.assign(new Error('the attempt took too long'), { code: 'ETIMEDOUT' });
-
-/** Waits for `promise`, or fails as a timeout when `signal` aborts first (a lookup cannot be cancelled). */
-function within<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(timedOut());
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(timedOut());
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
+const givenUp = () => Object.assign(new Error('the attempt was given up'), { code: 'ABORT_ERR' });
 
 export interface AttemptOptions {
   allowPrivate: boolean;
   timeoutMs: number;
   agent: https.Agent;
-  /** Aborted when the worker gives the attempt up (stopping): then no result is kept. */
-  cancel?: AbortSignal;
 }
 
-/** Makes one attempt; never throws: every failure is a result. */
-export async function attemptDelivery(target: AttemptTarget, options: AttemptOptions): Promise<AttemptResult> {
+/** An attempt under way: its result (never a rejection: every failure is a result), and how to give it up. */
+export interface Attempt {
+  done: Promise<AttemptResult>;
+  /** Gives the attempt up (the worker stopping): then its result is not to be kept. */
+  cancel(): void;
+}
+
+/**
+ * Starts one attempt. One timer and plain callbacks end it early, not an AbortController, signals
+ * and their listeners: those weighed in the worker's profile beside the request itself.
+ */
+export function startAttempt(target: AttemptTarget, options: AttemptOptions): Attempt {
   const began = performance.now();
-  // One controller and one timer, not AbortSignal.timeout and AbortSignal.any: those two weighed
-  // in the worker's profile beside the request itself.
-  const ended = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    ended.abort();
-  }, options.timeoutMs).unref();
-  const { cancel } = options;
-  const cancelled = () => ended.abort();
-  if (cancel?.aborted) ended.abort();
-  else cancel?.addEventListener('abort', cancelled, { once: true });
+  let ended: Error | undefined;
+  // Ends the step under way (the lookup's wait, or the request): set as each begins.
+  let stop: ((err: Error) => void) | undefined;
+  const end = (err: Error) => {
+    if (ended) return;
+    ended = err;
+    stop?.(err);
+  };
+  const timer = setTimeout(() => end(timedOut()), options.timeoutMs).unref();
   const result = (statusCode: number | null, error: string | null, retryAfterS: number | null = null): AttemptResult =>
     ({ statusCode, error, retryAfterS, durationMs: Math.round(performance.now() - began) });
-  try {
-    const url = new URL(target.url);
-    const resolved = await within(resolveChecked(hostOf(url), options.allowPrivate), ended.signal);
-    const answer = await post(url, resolved, signedHeaders(target, new Date()), target.body, options.agent, ended.signal);
-    return result(answer.statusCode, null, answer.retryAfterS);
-  } catch (err) {
-    return result(null, timedOut ? 'timeout' : reasonOf(err));
-  } finally {
-    clearTimeout(timer);
-    cancel?.removeEventListener('abort', cancelled);
-  }
+  const done = (async () => {
+    try {
+      const url = new URL(target.url);
+      // A lookup cannot be cancelled: the attempt stops waiting for it instead.
+      const resolved = await new Promise<Resolved>((resolve, reject) => {
+        stop = reject;
+        resolveChecked(hostOf(url), options.allowPrivate).then(resolve, reject);
+      });
+      if (ended) throw ended;
+      const answer = await post(url, resolved, signedHeaders(target, new Date()), target.body, options.agent, (abort) => { stop = abort; });
+      return result(answer.statusCode, null, answer.retryAfterS);
+    } catch (err) {
+      return result(null, reasonOf(ended ?? err));
+    } finally {
+      clearTimeout(timer);
+    }
+  })();
+  return { done, cancel: () => end(givenUp()) };
 }
 
-function post(url: URL, resolved: Resolved, headers: Record<string, string>, body: string, agent: https.Agent, signal: AbortSignal) {
+/** Makes one attempt to its end; never throws: every failure is a result. */
+export function attemptDelivery(target: AttemptTarget, options: AttemptOptions): Promise<AttemptResult> {
+  return startAttempt(target, options).done;
+}
+
+/** The request; `stoppable` is given what ends it early (destroying it, so its connection is not reused). */
+function post(url: URL, resolved: Resolved, headers: Record<string, string>, body: string, agent: https.Agent, stoppable: (stop: (err: Error) => void) => void) {
   return new Promise<{ statusCode: number; retryAfterS: number | null }>((resolve, reject) => {
     const payload = Buffer.from(body, 'utf8');
     const req = https.request(url, {
@@ -139,7 +148,6 @@ function post(url: URL, resolved: Resolved, headers: Record<string, string>, bod
       headers: { ...headers, 'content-length': String(payload.length) },
       agent,
       lookup: fixedLookup(resolved),
-      signal,
     }, (res) => {
       let read = 0;
       const done = () => resolve({ statusCode: res.statusCode ?? 0, retryAfterS: retryAfterSeconds(res.headers['retry-after']) });
@@ -155,6 +163,10 @@ function post(url: URL, resolved: Resolved, headers: Record<string, string>, bod
       res.on('error', reject);
     });
     req.on('error', reject);
+    stoppable((err) => {
+      req.destroy(err);
+      reject(err);
+    });
     req.end(payload);
   });
 }

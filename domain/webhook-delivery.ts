@@ -10,7 +10,7 @@ import { SYSTEM_ACTOR } from './actor.ts';
 import { recordEvent, EVENTS_CHANNEL } from './audit.ts';
 import { sealingKeyOf, unseal } from './sealing.ts';
 import { change, type Services } from './services.ts';
-import { attemptDelivery, deliveryBody, type AttemptResult } from './webhook-attempt.ts';
+import { deliveryBody, startAttempt, type Attempt, type AttemptResult } from './webhook-attempt.ts';
 
 /** Events one endpoint's fan-out looks at per statement. */
 const FANOUT_BATCH = 1000;
@@ -133,8 +133,10 @@ export class WebhookDispatcher {
   /** Attempts running, by endpoint, and in all. */
   private readonly running = new Map<string, number>();
   private runningAll = 0;
-  /** Attempts in flight, to cancel if the worker stops before they end. */
-  private readonly attempts = new Map<string, AbortController>();
+  /** Attempts in flight, to give up if the worker stops before they end. */
+  private readonly attempts = new Set<Attempt>();
+  /** Set when the attempts in flight were given up: their results are not kept. */
+  private gaveUp = false;
   private handingBack: Promise<void> | undefined;
   /** Attempts ended, their results not recorded yet: the next claim records them first. */
   private readonly finished: Finished[] = [];
@@ -275,17 +277,16 @@ export class WebhookDispatcher {
     const endpoint = claim.endpoint_id;
     this.running.set(endpoint, (this.running.get(endpoint) ?? 0) + 1);
     this.runningAll++;
-    const key = `${endpoint} ${claim.event_id}`;
-    const cancel = new AbortController();
-    this.attempts.set(key, cancel);
     const beganMs = Date.now();
-    this.attempt(claim, cancel.signal).then((result) => {
-      this.attempts.delete(key);
+    const attempt = this.attempt(claim);
+    this.attempts.add(attempt);
+    attempt.done.then((result) => {
+      this.attempts.delete(attempt);
       this.runningAll--;
       const left = this.running.get(endpoint)! - 1;
       if (left === 0) this.running.delete(endpoint);
       else this.running.set(endpoint, left);
-      if (cancel.signal.aborted) this.handBack(claim);
+      if (this.gaveUp) this.handBack(claim);
       else {
         this.finished.push({ claim, result, beganMs });
         this.claims.ask();
@@ -304,7 +305,7 @@ export class WebhookDispatcher {
       .finally(() => { this.handingBack = undefined; });
   }
 
-  private attempt(claim: ClaimRow, cancel: AbortSignal): Promise<AttemptResult> {
+  private attempt(claim: ClaimRow): Attempt {
     const { config } = this.services;
     let secrets: OpenedSecrets;
     try {
@@ -312,11 +313,11 @@ export class WebhookDispatcher {
     } catch (err) {
       // Another SEALING_KEY than the one that sealed it: an operator's fault, not the receiver's.
       this.services.log.error({ endpoint: claim.endpoint_id, err: errorFields(err) }, 'webhook secret cannot be unsealed: is SEALING_KEY the one it was sealed with?');
-      return Promise.resolve({ statusCode: null, error: 'secret unreadable', durationMs: 0, retryAfterS: null });
+      return { done: Promise.resolve({ statusCode: null, error: 'secret unreadable', durationMs: 0, retryAfterS: null }), cancel: () => {} };
     }
-    return attemptDelivery({
+    return startAttempt({
       url: claim.url, secret: secrets.secret, previousSecret: secrets.previousSecret, eventId: claim.event_id, body: deliveryBody(claim.type, Number(claim.created_at), claim.body),
-    }, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs, agent: this.agentOf(claim), cancel });
+    }, { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs, agent: this.agentOf(claim) });
   }
 
   /** The claim's secrets opened, once for each sealed value: a rotation seals another. */
@@ -338,7 +339,8 @@ export class WebhookDispatcher {
 
   /** Kept-alive connections per endpoint; each was opened to an address that was checked. */
   private agentOf(claim: ClaimRow): https.Agent {
-    const key = `${claim.endpoint_id} ${new URL(claim.url).origin}`;
+    // By URL as stored, not parsed at each attempt: a changed URL gets connections of its own.
+    const key = `${claim.endpoint_id} ${claim.url}`;
     let agent = this.agents.get(key);
     if (agent) {
       this.agents.delete(key);
@@ -444,7 +446,8 @@ export class WebhookDispatcher {
       const drained = new Promise<void>((resolve) => { this.drained = resolve; });
       const grace = new Promise<void>((resolve) => setTimeout(resolve, STOP_GRACE_MS).unref());
       await Promise.race([drained, grace]);
-      for (const cancel of this.attempts.values()) cancel.abort();
+      this.gaveUp = true;
+      for (const attempt of this.attempts) attempt.cancel();
       await Promise.race([drained, new Promise<void>((resolve) => setTimeout(resolve, 2000).unref())]);
     }
     // What finished during the grace is recorded by a last pass (it claims nothing now), retried
