@@ -1,6 +1,6 @@
 // The webhooks ceiling's bare twin: the same events, bodies and signatures POSTed to a receiver
 // with the same 8 connections an endpoint gets, but nothing else: no claims, leases or records.
-// Prints {"perS": deliveries a second}. Args: receiver URL, project id, how many.
+// Prints {"perS": deliveries a second, "cpuMsEach": its CPU a delivery}. Args: receiver URL, project id, how many.
 import https from 'node:https';
 import pg from 'pg';
 import { deliveryBody, signedHeaders } from '../domain/webhook-attempt.ts';
@@ -32,9 +32,11 @@ function deliver(row: (typeof rows)[number]): Promise<void> {
 }
 
 const started = performance.now();
+const cpuBefore = process.cpuUsage();
 let next = 0;
 await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
   while (next < rows.length) await deliver(rows[next++]!);
 }));
+const cpu = process.cpuUsage(cpuBefore);
 agent.destroy();
-process.stdout.write(`${JSON.stringify({ perS: rows.length / ((performance.now() - started) / 1000) })}\n`);
+process.stdout.write(`${JSON.stringify({ perS: rows.length / ((performance.now() - started) / 1000), cpuMsEach: (cpu.user + cpu.system) / 1000 / rows.length })}\n`);
