@@ -24,6 +24,7 @@ import { webhookDelivery, type WebhookBenchResult } from './webhooks.ts';
 import { FlushProbe, STALL_MS, type FlushStalls } from './disk-flush.ts';
 import { ENDPOINT_TARGETS, exitCode, judge, TARGETS, verdictTable, type Check } from './targets.ts';
 import { freePort } from '../test/support/ports.ts';
+import { databaseMade } from '../test/citus/databases.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
@@ -257,6 +258,8 @@ async function main(): Promise<number> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${database}`);
+  // At a Citus coordinator the database is made on its workers too, and joined: release distributes.
+  await databaseMade(admin, adminUrl, database);
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;

@@ -3,6 +3,7 @@
 // (the servers run as `postgres`). Without citus.so it runs CITUS_BUILD_SCRIPT once first.
 //   node test/citus/cluster.ts                  prints DATABASE_URL, serves until Ctrl-C
 //   node test/citus/cluster.ts -- npm test      runs the command with DATABASE_URL set, then stops
+//   node test/citus/cluster.ts --single -- …    the same with one PostgreSQL 15 set alike, no Citus
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -100,14 +101,14 @@ async function waitReady(node: CitusNode, output: () => string): Promise<void> {
 }
 
 /** No socket: the nodes talk TCP. */
-async function startNode(root: string, name: string, user: { uid: number; gid: number } | undefined): Promise<CitusNode> {
+async function startNode(root: string, name: string, user: { uid: number; gid: number } | undefined, settings = SETTINGS): Promise<CitusNode> {
   const dir = path.join(root, name);
   const port = await freePort();
   const node: CitusNode = { port, dir, url: urlOf(port), start: () => runServer(node, root, user) };
   await execFileAsync(path.join(PG_BINDIR, 'initdb'), ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8'],
     { ...user, cwd: root });
   appendFileSync(path.join(dir, 'postgresql.conf'),
-    Object.entries({ ...SETTINGS, port: String(port), unix_socket_directories: "''" }).map(([k, v]) => `${k} = ${v}\n`).join(''));
+    Object.entries({ ...settings, port: String(port), unix_socket_directories: "''" }).map(([k, v]) => `${k} = ${v}\n`).join(''));
   await node.start();
   return node;
 }
@@ -185,13 +186,43 @@ export async function startCitusCluster(workerCount = 2): Promise<CitusCluster> 
   }
 }
 
+/**
+ * One PostgreSQL 15 as the cluster's nodes are set, without Citus: the single server a measure of
+ * the cluster is set beside (bench), so that only the distribution differs.
+ */
+export async function startSingle(): Promise<CitusCluster> {
+  const user = await asPostgresUser();
+  const root = mkdtempSync(path.join(PARENT_DIR, 'pms-single-'));
+  if (user) chownSync(root, user.uid, user.gid);
+  const settings = Object.fromEntries(Object.entries(SETTINGS).filter(([name]) => !name.startsWith('citus.')));
+  settings.shared_preload_libraries = "'pg_stat_statements'";
+  let node: CitusNode | undefined;
+  const stop = async () => {
+    if (node) await stopNode(node);
+    rmSync(root, { recursive: true, force: true });
+  };
+  try {
+    node = await startNode(root, 'single', user, settings);
+    return { coordinatorUrl: node.url, coordinator: node, workers: [], stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
 if (import.meta.main) {
   const separator = process.argv.indexOf('--');
   const command = separator >= 0 ? process.argv.slice(separator + 1) : [];
-  const cluster = await startCitusCluster();
-  const { rows: [version] } = await sql(cluster.coordinatorUrl, "SELECT extversion FROM pg_extension WHERE extname = 'citus'");
-  console.log(`# Citus ${version.extversion}: coordinator ${cluster.coordinator.port}, workers ${cluster.workers.map((w) => w.port).join(', ')}; ` +
-    `servers' logs in ${path.dirname(cluster.coordinator.dir)}`);
+  // --single: one PostgreSQL 15 set as the nodes are, no Citus (the bench's side-by-side).
+  const single = process.argv.slice(2, separator >= 0 ? separator : undefined).includes('--single');
+  const cluster = single ? await startSingle() : await startCitusCluster();
+  if (single) {
+    console.log(`# one PostgreSQL 15 without Citus on port ${cluster.coordinator.port}; its log in ${path.dirname(cluster.coordinator.dir)}`);
+  } else {
+    const { rows: [version] } = await sql(cluster.coordinatorUrl, "SELECT extversion FROM pg_extension WHERE extname = 'citus'");
+    console.log(`# Citus ${version.extversion}: coordinator ${cluster.coordinator.port}, workers ${cluster.workers.map((w) => w.port).join(', ')}; ` +
+      `servers' logs in ${path.dirname(cluster.coordinator.dir)}`);
+  }
   console.log(`DATABASE_URL=${cluster.coordinatorUrl}`);
   let code = 0;
   let stopping = false;
@@ -199,7 +230,7 @@ if (import.meta.main) {
     if (stopping) return;
     stopping = true;
     await cluster.stop();
-    console.log('# Citus cluster stopped and removed');
+    console.log(single ? '# PostgreSQL stopped and removed' : '# Citus cluster stopped and removed');
     process.exit(code);
   };
   let child: ReturnType<typeof spawn> | undefined;
