@@ -55,12 +55,6 @@ export function takeParserInput(socket: Socket, onData: (chunk: Buffer) => void,
 
 type StreamHandle = { bytesWritten?: unknown; writeQueueSize?: unknown };
 
-/** The TCP handle beneath a connection (for TLS, beneath the TLS socket), whose counters libuv keeps. */
-function handleBeneath(socket: Socket): StreamHandle | null | undefined {
-  const tcp = ((socket as Socket & { _parent?: Socket })._parent ?? socket) as Socket & { _handle?: StreamHandle | null };
-  return tcp._handle;
-}
-
 /**
  * Bytes of a connection's output the kernel has taken: what its TCP handle was given, less what
  * libuv still queues (for TLS, the handle beneath the TLS socket). The public counters move only
@@ -68,20 +62,12 @@ function handleBeneath(socket: Socket): StreamHandle | null | undefined {
  * taking it slowly would look as if it took nothing. The public count when no handle tells.
  */
 export function outputTaken(socket: Socket): number {
-  const handle = handleBeneath(socket);
+  const tcp = ((socket as Socket & { _parent?: Socket })._parent ?? socket) as Socket & { _handle?: StreamHandle | null };
+  const handle = tcp._handle;
   if (typeof handle?.bytesWritten === 'number' && typeof handle.writeQueueSize === 'number') {
     return handle.bytesWritten - handle.writeQueueSize;
   }
   return socket.bytesWritten - socket.writableLength;
-}
-
-/**
- * Bytes libuv still queues for the kernel beneath a connection. For TLS they are encrypted already,
- * the TLS socket's write done and its writableLength 0: only the handle beneath shows them.
- */
-export function queuedBeneath(socket: Socket): number {
-  const queued = handleBeneath(socket)?.writeQueueSize;
-  return typeof queued === 'number' ? queued : 0;
 }
 
 /**

@@ -6,7 +6,7 @@ import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../lib/log.ts';
-import { onParserReady, outputTaken, queuedBeneath, resetConnection } from './node-http-internals.ts';
+import { onParserReady, outputTaken, resetConnection } from './node-http-internals.ts';
 import { releaseAddress, unansweredResponses } from './pipelining.ts';
 
 export interface UnreadOutputOptions {
@@ -66,7 +66,7 @@ function measure(socket: Socket): number {
     // Those behind the first wait for the socket with what they wrote.
     if (!res.socket) queued += res.writableLength;
   }
-  return socket.writableLength + queuedBeneath(socket) + queued;
+  return socket.writableLength + queued;
 }
 
 export function boundUnreadOutput(servers: Server[], options: UnreadOutputOptions, log: Logger): void {
@@ -115,7 +115,7 @@ export function boundUnreadOutput(servers: Server[], options: UnreadOutputOption
       }
       const bytes = watch.bytes = measure(socket);
       total += bytes;
-      if (socket.writableLength + queuedBeneath(socket) === 0) {
+      if (socket.writableLength === 0) {
         watch.stalledSince = 0;
         continue;
       }
