@@ -98,40 +98,68 @@ export interface Attempt {
 }
 
 /**
- * Starts one attempt. One timer and plain callbacks end it early, not an AbortController, signals
- * and their listeners: those weighed in the worker's profile beside the request itself.
+ * One attempt under way. One timer and plain callbacks end it early, not an AbortController,
+ * signals and their listeners: those weighed in the worker's profile beside the request itself.
  */
-export function startAttempt(target: AttemptTarget, options: AttemptOptions): Attempt {
-  const began = performance.now();
-  let ended: Error | undefined;
-  // Ends the step under way (the lookup's wait, or the request): set as each begins.
-  let stop: ((err: Error) => void) | undefined;
-  const end = (err: Error) => {
-    if (ended) return;
-    ended = err;
-    stop?.(err);
-  };
-  const timer = setTimeout(() => end(timedOut()), options.timeoutMs).unref();
-  const result = (statusCode: number | null, error: string | null, retryAfterS: number | null = null): AttemptResult =>
-    ({ statusCode, error, retryAfterS, durationMs: Math.round(performance.now() - began) });
-  const done = (async () => {
+class AttemptRun implements Attempt {
+  readonly done: Promise<AttemptResult>;
+  private readonly began = performance.now();
+  private readonly timer: NodeJS.Timeout;
+  private ended: Error | undefined;
+  /** Ends the step under way (the lookup's wait, or the request). */
+  private stopStep: ((err: Error) => void) | undefined;
+
+  constructor(target: AttemptTarget, options: AttemptOptions) {
+    this.timer = setTimeout(() => this.end(timedOut()), options.timeoutMs).unref();
+    this.done = this.run(target, options);
+  }
+
+  cancel(): void {
+    this.end(givenUp());
+  }
+
+  private end(err: Error): void {
+    if (this.ended) return;
+    this.ended = err;
+    this.stopStep?.(err);
+  }
+
+  /** Waits for one step, which end() stops with its error (`stop` undoes what the step began). */
+  private step<T>(work: Promise<T>, stop?: (err: Error) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.stopStep = (err) => {
+        stop?.(err);
+        reject(err);
+      };
+      if (this.ended) this.stopStep(this.ended);
+      work.then(resolve, reject);
+    });
+  }
+
+  private async run(target: AttemptTarget, options: AttemptOptions): Promise<AttemptResult> {
     try {
       const url = new URL(target.url);
       // A lookup cannot be cancelled: the attempt stops waiting for it instead.
-      const resolved = await new Promise<Resolved>((resolve, reject) => {
-        stop = reject;
-        resolveChecked(hostOf(url), options.allowPrivate).then(resolve, reject);
-      });
-      if (ended) throw ended;
-      const answer = await post(url, resolved, signedHeaders(target, new Date()), target.body, options.agent, (abort) => { stop = abort; });
-      return result(answer.statusCode, null, answer.retryAfterS);
+      const resolved = await this.step(resolveChecked(hostOf(url), options.allowPrivate));
+      if (this.ended) throw this.ended;
+      const request = post(url, resolved, signedHeaders(target, new Date()), target.body, options.agent);
+      const answer = await this.step(request.answer, request.abort);
+      return this.result(answer.statusCode, null, answer.retryAfterS);
     } catch (err) {
-      return result(null, reasonOf(ended ?? err));
+      return this.result(null, reasonOf(this.ended ?? err));
     } finally {
-      clearTimeout(timer);
+      clearTimeout(this.timer);
     }
-  })();
-  return { done, cancel: () => end(givenUp()) };
+  }
+
+  private result(statusCode: number | null, error: string | null, retryAfterS: number | null = null): AttemptResult {
+    return { statusCode, error, retryAfterS, durationMs: Math.round(performance.now() - this.began) };
+  }
+}
+
+/** Starts one attempt. */
+export function startAttempt(target: AttemptTarget, options: AttemptOptions): Attempt {
+  return new AttemptRun(target, options);
 }
 
 /** Makes one attempt to its end; never throws: every failure is a result. */
@@ -139,11 +167,12 @@ export function attemptDelivery(target: AttemptTarget, options: AttemptOptions):
   return startAttempt(target, options).done;
 }
 
-/** The request; `stoppable` is given what ends it early (destroying it, so its connection is not reused). */
-function post(url: URL, resolved: Resolved, headers: Record<string, string>, body: string, agent: https.Agent, stoppable: (stop: (err: Error) => void) => void) {
-  return new Promise<{ statusCode: number; retryAfterS: number | null }>((resolve, reject) => {
-    const payload = Buffer.from(body, 'utf8');
-    const req = https.request(url, {
+/** The request, and what ends it early (destroying it, so its connection is not reused). */
+function post(url: URL, resolved: Resolved, headers: Record<string, string>, body: string, agent: https.Agent) {
+  const payload = Buffer.from(body, 'utf8');
+  let req!: ReturnType<typeof https.request>;
+  const answer = new Promise<{ statusCode: number; retryAfterS: number | null }>((resolve, reject) => {
+    req = https.request(url, {
       method: 'POST',
       headers: { ...headers, 'content-length': String(payload.length) },
       agent,
@@ -163,10 +192,7 @@ function post(url: URL, resolved: Resolved, headers: Record<string, string>, bod
       res.on('error', reject);
     });
     req.on('error', reject);
-    stoppable((err) => {
-      req.destroy(err);
-      reject(err);
-    });
-    req.end(payload);
   });
+  req.end(payload);
+  return { answer, abort: (err: Error) => req.destroy(err) };
 }

@@ -78,10 +78,7 @@ export function boundUnreadOutput(servers: Server[], options: UnreadOutputOption
   const cutting: Socket[] = [];
   function cutSome(): void {
     for (const socket of cutting.splice(0, CUTS_PER_TURN)) {
-      // restify records each abort with an error and its stack, 1 ms a request: a connection cut
-      // on purpose has nothing to record, and a flood's would hold the event loop.
-      for (const res of unansweredResponses(socket)) res.req?.removeAllListeners('aborted');
-      resetConnection(socket);
+      resetConnection(socket, [...unansweredResponses(socket)].map((res) => res.req));
     }
     if (cutting.length > 0) setImmediate(cutSome);
   }
