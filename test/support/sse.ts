@@ -26,8 +26,10 @@ export class EventStreamReader {
   private readonly req: ReturnType<typeof https.request>;
   private res: IncomingMessage | undefined;
   private buffered = '';
+  private readonly service: TestService;
 
   private constructor(service: TestService, pathAndQuery: string, key: string, headers: Record<string, string>, paused: boolean) {
+    this.service = service;
     let markClosed!: () => void;
     this.closed = new Promise((resolve) => { markClosed = () => { this.isClosed = true; resolve(); }; });
     this.req = https.request(new URL(pathAndQuery, service.baseUrl), {
@@ -70,10 +72,20 @@ export class EventStreamReader {
   async waitFor(count: number, timeoutMs = 10_000): Promise<StreamedEvent[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.events.length < count) {
-      assert.ok(Date.now() < deadline, `${this.events.length} of ${count} events arrived within ${timeoutMs} ms`);
+      if (Date.now() >= deadline) {
+        assert.fail(`${this.events.length} of ${count} events arrived within ${timeoutMs} ms (the stream ` +
+          `${this.isClosed ? `was closed${this.ended ? ' by the service' : ''}` : 'is open'}, ${this.comments} keep-alives); ` +
+          `the service's last warnings: ${this.lastWarnings()}`);
+      }
       await sleep(10);
     }
     return this.events;
+  }
+
+  /** What the service logged at warn or above most recently, for a failure's message. */
+  private lastWarnings(): string {
+    const lines = this.service.logText().split('\n').filter((line) => /"level":(4|5|6)0/.test(line));
+    return lines.slice(-3).map((line) => line.slice(0, 400)).join(' | ') || 'none';
   }
 
   private parse(text: string): void {
