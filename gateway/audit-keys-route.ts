@@ -7,6 +7,7 @@ import type { Logger } from '../lib/log.ts';
 import { errorFields } from '../lib/log.ts';
 import { sendError } from './envelope.ts';
 import type { Handler } from './types.ts';
+import { sendRaw } from './large-answers.ts';
 
 export const AUDIT_KEYS_PATH = '/.well-known/audit-keys.json';
 
@@ -14,7 +15,7 @@ export function serveAuditKeys(db: Database, log: Logger): Handler {
   return function auditKeys(req, res, next) {
     signingKeys(db).then((keys) => {
       const text = JSON.stringify(keys);
-      res.sendRaw(200, text, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)) });
+      sendRaw(res, 200, text, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)) });
     }, (err: unknown) => {
       if (!isDatabaseUnavailable(err)) log.error({ requestId: req.id(), err: errorFields(err) }, 'audit keys failed');
       sendError(res, isDatabaseUnavailable(err) ? errors.unavailable() : errors.internal());

@@ -4,6 +4,7 @@ import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Response } from 'restify';
 import { ApiError, TITLES } from '../domain/errors.ts';
+import { sendRaw } from './large-answers.ts';
 
 export function sendEnvelope(res: Response, status: number, response: unknown, headers: Record<string, string> = {}): void {
   writeEnvelope(res, status, status, JSON.stringify(response), headers);
@@ -18,7 +19,7 @@ function writeEnvelope(res: Response, status: number, code: number | string, res
   // What JSON.stringify({ code, title, response }) writes, with `response` already serialised.
   const response = responseJson === undefined ? '' : `,"response":${responseJson}`;
   const body = `{"code":${JSON.stringify(code)},"title":${JSON.stringify(TITLES[status] ?? 'Error')}${response}}`;
-  res.sendRaw(status, body, {
+  sendRaw(res, status, body, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': String(Buffer.byteLength(body)),
     ...headers,

@@ -1,10 +1,12 @@
 // Answers their clients leave unread. A connection whose pending output its client has taken none
 // of for `timeoutMs` is reset, and while the process holds more than `maxBytes` for its clients,
 // the stalled connections holding the most go first: a client that reads makes progress and is
-// never cut for the bound. An event stream keeps its own stall rule (event-streams.ts).
+// never cut for the bound. An event stream keeps its own stall rule (event-streams.ts). After a
+// flood of cuts the heap is collected once, so that what the cut connections held is given back.
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { collectGarbage } from '../lib/heap.ts';
 import type { Logger } from '../lib/log.ts';
 import { onParserReady, outputTaken, resetConnection } from './node-http-internals.ts';
 import { releaseAddress, unansweredResponses } from './pipelining.ts';
@@ -14,6 +16,8 @@ export interface UnreadOutputOptions {
   timeoutMs: number;
   /** Output pending for all the process's clients past which the stalled ones are cut. */
   maxBytes: number;
+  /** Cuts after which the heap is collected (COLLECT_AFTER_CUTS unless given). */
+  collectAfterCuts?: number;
 }
 
 const SWEEP_MS = 250;
@@ -29,6 +33,13 @@ const CUT_LOG_INTERVAL_MS = 10_000;
  * at once (freeing a TLS connection's state is a fraction of a millisecond each).
  */
 const CUTS_PER_TURN = 8;
+/**
+ * Once this many connections have been cut, the heap is collected COLLECT_DELAY_MS later (cuts
+ * meanwhile join that collection): V8 would otherwise keep what they held committed, through a
+ * flood as it grows and after it while the process is quiet.
+ */
+const COLLECT_AFTER_CUTS = 64;
+const COLLECT_DELAY_MS = 2000;
 
 interface Watch {
   /** outputTaken when last seen moving. */
@@ -70,10 +81,24 @@ function measure(socket: Socket): number {
 }
 
 export function boundUnreadOutput(servers: Server[], options: UnreadOutputOptions, log: Logger): void {
-  const { timeoutMs, maxBytes } = options;
+  const { timeoutMs, maxBytes, collectAfterCuts = COLLECT_AFTER_CUTS } = options;
   const watched = new Map<Socket, Watch>();
   const cut = { stalled: 0, overBound: 0, peakBytes: 0 };
   let cutLogTimer: NodeJS.Timeout | undefined;
+
+  let cutSinceCollected = 0;
+  let collectTimer: NodeJS.Timeout | undefined;
+  function collectSoon(): void {
+    if (++cutSinceCollected < collectAfterCuts || collectTimer) return;
+    collectTimer = setTimeout(() => {
+      const before = process.memoryUsage.rss();
+      collectGarbage();
+      log.info({ cut: cutSinceCollected, rssMb: Math.round(before / 2 ** 20), freedMb: Math.round((before - process.memoryUsage.rss()) / 2 ** 20) },
+        'heap collected after connections were cut');
+      cutSinceCollected = 0;
+      collectTimer = undefined;
+    }, COLLECT_DELAY_MS).unref();
+  }
 
   const cutting: Socket[] = [];
   function cutSome(): void {
@@ -89,6 +114,7 @@ export function boundUnreadOutput(servers: Server[], options: UnreadOutputOption
     cutting.push(socket);
     if (cutting.length === 1) setImmediate(cutSome);
     cut[kind]++;
+    collectSoon();
     cut.peakBytes = Math.max(cut.peakBytes, total);
     cutLogTimer ??= setTimeout(() => {
       log.warn({ stalled: cut.stalled, overBound: cut.overBound, peakUnreadBytes: cut.peakBytes, timeoutMs, maxBytes },

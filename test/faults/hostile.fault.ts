@@ -966,6 +966,10 @@ test(`unread answers: ${UNREAD_ADDRESSES * UNREAD_PER_ADDRESS} connections from 
   await t.test(`every attacker cut within UNREAD_OUTPUT_TIMEOUT_MS + ${TIMEOUT_MARGIN_MS} ms of the last one's requests`, () => {
     assert.equal(stillHeld, 0, `${stillHeld} of ${held.length} attackers still held ${Math.round(attackMs)} ms into the attack`);
   });
+  await t.test(`the web process's RSS at most ${RSS_BOUND_MB} MB at its peak, and within ${UNREAD_RSS_BACK_MB} MB of its start ${UNREAD_SETTLE_MS / 1000} s after`, () => {
+    assert.ok(during.peak <= RSS_BOUND_MB, `peak ${during.peak} MB`);
+    assert.ok(settledRss <= startRss + UNREAD_RSS_BACK_MB, `${settledRss} MB ${UNREAD_SETTLE_MS / 1000} s after, from ${startRss} MB`);
+  });
   await t.test('every answer to the client that reads the document came whole', () => {
     assert.equal(readerStats.ok, readerStats.requests, `${readerStats.requests - readerStats.ok} not: ${[...new Set(readerStats.failures)].join(', ')}`);
   });

@@ -28,7 +28,7 @@ interface Bare {
 }
 
 /** A server answering `GET /<megabytes>` with that many megabytes in one write (`?own`: marked as keeping its own stall rule). */
-async function bare(secure: boolean, options: UnreadOutputOptions): Promise<Bare> {
+async function bare(secure: boolean, options: UnreadOutputOptions, log: Logger = quiet): Promise<Bare> {
   const server = secure ? https.createServer(await selfSigned()) : http.createServer();
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const url = new URL(req.url!, 'http://x');
@@ -39,7 +39,7 @@ async function bare(secure: boolean, options: UnreadOutputOptions): Promise<Bare
   });
   const accepted: net.Socket[] = [];
   onParserReady(server, (socket) => accepted.push(socket));
-  boundUnreadOutput([server], options, quiet);
+  boundUnreadOutput([server], options, log);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     server, port: (server.address() as net.AddressInfo).port, accepted,
@@ -170,4 +170,38 @@ describe('the service: UNREAD_OUTPUT_TIMEOUT_MS', () => {
     assert.ok(client.read < 24 * length, `read ${client.read} of ${24 * length} bytes`);
     assert.equal((await service.request('GET', '/healthz')).status, 200);
   });
+});
+
+test('once COLLECT_AFTER_CUTS connections have been cut, the heap is collected 2 s later, once for them all', async () => {
+  const collected: Array<{ cut: number; rssMb: number; freedMb: number }> = [];
+  const log = {
+    warn() {},
+    info(fields: { cut: number; rssMb: number; freedMb: number }, message: string) {
+      if (message === 'heap collected after connections were cut') collected.push(fields);
+    },
+  } as unknown as Logger;
+  const b = await bare(false, { timeoutMs: 300, maxBytes: 1024 * MB, collectAfterCuts: 3 }, log);
+  const cut = async (count: number) => {
+    const taken = b.accepted.length;
+    const clients = Array.from({ length: count }, () => ask(false, b.port, get('/24')));
+    await waitFor(() => `${count} cut`, async () => (b.accepted.length === taken + count && b.accepted.slice(taken).every((s) => s.destroyed)) || undefined, 10_000, 20);
+    for (const client of clients) client.socket.destroy();
+  };
+  try {
+    await cut(2);
+    await sleep(2500);
+    assert.equal(collected.length, 0, 'not for 2');
+    await cut(1);
+    const cutAt = Date.now();
+    await cut(1);
+    await waitFor(() => 'the collection', async () => collected[0], 5000, 20);
+    const ms = Date.now() - cutAt;
+    assert.ok(ms >= 1500 && ms < 3500, `collected ${ms} ms after the third cut`);
+    await sleep(2500);
+    assert.equal(collected.length, 1, 'once');
+    assert.equal(collected[0]!.cut, 4, 'a cut meanwhile joins the collection');
+    assert.ok(collected[0]!.rssMb > 0);
+  } finally {
+    await b.close();
+  }
 });
