@@ -2,12 +2,12 @@
 // of for `timeoutMs` is reset, and while the process holds more than `maxBytes` for its clients,
 // the stalled connections holding the most go first: a client that reads makes progress and is
 // never cut for the bound. An event stream keeps its own stall rule (event-streams.ts). After a
-// flood of cuts the heap is collected once, so that what the cut connections held is given back.
+// flood of cuts the heap is collected, so that what the cut connections held is given back.
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { collectGarbage } from '../lib/heap.ts';
-import type { Logger } from '../lib/log.ts';
+import { errorFields, type Logger } from '../lib/log.ts';
 import { onParserReady, outputTaken, resetConnection } from './node-http-internals.ts';
 import { releaseAddress, unansweredResponses } from './pipelining.ts';
 
@@ -16,8 +16,8 @@ export interface UnreadOutputOptions {
   timeoutMs: number;
   /** Output pending for all the process's clients past which the stalled ones are cut. */
   maxBytes: number;
-  /** Cuts after which the heap is collected (COLLECT_AFTER_CUTS unless given). */
-  collectAfterCuts?: number;
+  /** Growth of the RSS since the last collection past which cuts lead to one (half maxBytes unless given). */
+  collectAfterGrowthBytes?: number;
 }
 
 const SWEEP_MS = 250;
@@ -34,11 +34,12 @@ const CUT_LOG_INTERVAL_MS = 10_000;
  */
 const CUTS_PER_TURN = 8;
 /**
- * Once this many connections have been cut, the heap is collected COLLECT_DELAY_MS later (cuts
- * meanwhile join that collection): V8 would otherwise keep what they held committed, through a
- * flood as it grows and after it while the process is quiet.
+ * COLLECT_DELAY_MS after a cut (cuts meanwhile join it), the heap is collected if the process has
+ * grown by half the bound since the last collection, or by an eighth once the cuts have stopped:
+ * V8 would otherwise keep what the cut connections held committed, growing through a flood and
+ * staying so after it while the process is quiet. A full collection holds the event loop (up to
+ * 160 ms under a flood), so cuts that cost no memory (a trickle of slow clients) lead to none.
  */
-const COLLECT_AFTER_CUTS = 64;
 const COLLECT_DELAY_MS = 2000;
 
 interface Watch {
@@ -81,23 +82,43 @@ function measure(socket: Socket): number {
 }
 
 export function boundUnreadOutput(servers: Server[], options: UnreadOutputOptions, log: Logger): void {
-  const { timeoutMs, maxBytes, collectAfterCuts = COLLECT_AFTER_CUTS } = options;
+  const { timeoutMs, maxBytes, collectAfterGrowthBytes = maxBytes / 2 } = options;
   const watched = new Map<Socket, Watch>();
   const cut = { stalled: 0, overBound: 0, peakBytes: 0 };
   let cutLogTimer: NodeJS.Timeout | undefined;
 
   let cutSinceCollected = 0;
+  let lastCutMs = 0;
   let collectTimer: NodeJS.Timeout | undefined;
+  let rssCollected = process.memoryUsage.rss();
+  const collectIn = (ms: number) => setTimeout(() => {
+    collectIfGrown().catch((err: unknown) => log.warn({ err: errorFields(err) }, 'heap collection after cuts failed'));
+  }, ms).unref();
   function collectSoon(): void {
-    if (++cutSinceCollected < collectAfterCuts || collectTimer) return;
-    collectTimer = setTimeout(() => {
-      const before = process.memoryUsage.rss();
-      collectGarbage();
-      log.info({ cut: cutSinceCollected, rssMb: Math.round(before / 2 ** 20), freedMb: Math.round((before - process.memoryUsage.rss()) / 2 ** 20) },
-        'heap collected after connections were cut');
-      cutSinceCollected = 0;
-      collectTimer = undefined;
-    }, COLLECT_DELAY_MS).unref();
+    cutSinceCollected++;
+    lastCutMs = performance.now();
+    collectTimer ??= collectIn(COLLECT_DELAY_MS);
+  }
+  /** While cuts go on, past the growth bound; once they have stopped, past a quarter of it. */
+  async function collectIfGrown(): Promise<void> {
+    const before = process.memoryUsage.rss();
+    const quietMs = performance.now() - lastCutMs;
+    const settled = quietMs >= COLLECT_DELAY_MS;
+    if (before - rssCollected < (settled ? collectAfterGrowthBytes / 4 : collectAfterGrowthBytes)) {
+      collectTimer = settled ? undefined : collectIn(COLLECT_DELAY_MS - quietMs);
+      return;
+    }
+    const cuts = cutSinceCollected;
+    cutSinceCollected = 0;
+    const startedMs = performance.now();
+    await collectGarbage();
+    rssCollected = process.memoryUsage.rss();
+    // Cuts during the collection wait for the next.
+    collectTimer = cutSinceCollected > 0 ? collectIn(COLLECT_DELAY_MS) : undefined;
+    log.info({
+      cut: cuts, rssMb: Math.round(before / 2 ** 20), freedMb: Math.round((before - rssCollected) / 2 ** 20),
+      ms: Math.round(performance.now() - startedMs),
+    }, 'heap collected after connections were cut');
   }
 
   const cutting: Socket[] = [];

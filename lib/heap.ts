@@ -5,7 +5,8 @@ import { Session } from 'node:inspector';
 
 let session: Session | null | undefined;
 
-export function collectGarbage(): void {
+/** Resolves once the collection has run: V8 runs it in a task of its own, after the caller's. */
+export function collectGarbage(): Promise<void> {
   if (session === undefined) {
     try {
       session = new Session();
@@ -15,5 +16,7 @@ export function collectGarbage(): void {
       session = null;
     }
   }
-  session?.post('HeapProfiler.collectGarbage');
+  const open = session;
+  if (!open) return Promise.resolve();
+  return new Promise((resolve) => open.post('HeapProfiler.collectGarbage', () => resolve()));
 }

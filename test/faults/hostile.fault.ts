@@ -932,8 +932,11 @@ test(`unread answers: ${UNREAD_ADDRESSES * UNREAD_PER_ADDRESS} connections from 
   for (const attacker of attackers) attacker.socket?.destroy();
   await sleep(UNREAD_SETTLE_MS);
   const settledRss = rssMb(pid);
-  const log = web.logText().slice(logOffset).split('\n').filter((line) => line.includes('left their answers unread'))
+  const logLines = web.logText().slice(logOffset).split('\n');
+  const log = logLines.filter((line) => line.includes('left their answers unread'))
     .map((line) => JSON.parse(line) as { stalled: number; overBound: number; peakUnreadBytes: number });
+  const collections = logLines.filter((line) => line.includes('heap collected after connections were cut'))
+    .map((line) => JSON.parse(line) as { freedMb: number; ms: number });
 
   const held = attackers.filter((a) => a.peer);
   const cutAfter = held.filter((a) => a.cutAt !== undefined).map((a) => a.cutAt! - a.sentAt!);
@@ -954,6 +957,8 @@ test(`unread answers: ${UNREAD_ADDRESSES * UNREAD_PER_ADDRESS} connections from 
     `${log.reduce((n, l) => n + l.stalled, 0)} / ${log.reduce((n, l) => n + l.overBound, 0)} ` +
     `(${Math.round(Math.max(0, ...log.map((l) => l.peakUnreadBytes)) / 1024 / 1024)})`);
   recordFigure(SUITE, `${label}: RSS MB start / peak / ${UNREAD_SETTLE_MS / 1000} s after`, `${startRss} / ${during.peak} / ${settledRss}`);
+  recordFigure(SUITE, `${label}: heap collections after cuts / MB freed / longest ms`,
+    `${collections.length} / ${collections.reduce((n, c) => n + c.freedMb, 0)} / ${Math.max(0, ...collections.map((c) => c.ms))}`);
   // Connections the server closed idle (Node's keep-alive timeout) after the kernel took all their
   // answers: their answers stay queued there while the peer's window stays shut.
   recordFigure(SUITE, `${label}: kernel TCP memory MB / orphaned sockets (machine-wide), peak`, `${kernelDuring.peak} / ${orphansDuring.peak}`);
