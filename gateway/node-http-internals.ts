@@ -70,6 +70,25 @@ export function outputTaken(socket: Socket): number {
   return socket.bytesWritten - socket.writableLength;
 }
 
+let stackless = false;
+
+/**
+ * Node makes an error for each request and write a closed connection aborts, and formats its stack
+ * at once (streams' destroy reads err.stack), in the close callbacks that end this turn of the
+ * event loop. A connection cut on purpose has nothing to record, and under a flood of cuts that
+ * formatting was most of their cost: stacks are off until the next turn's timers.
+ */
+function stacklessUntilNextTurn(): void {
+  if (stackless) return;
+  stackless = true;
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  setTimeout(() => {
+    Error.stackTraceLimit = limit;
+    stackless = false;
+  }, 0);
+}
+
 /**
  * Closes a connection with a reset, dropping what the kernel still holds for it: a plain close
  * leaves its unsent output queued there (FIN-WAIT-1) while the peer's window stays shut. A TLS
@@ -80,6 +99,7 @@ export function outputTaken(socket: Socket): number {
  */
 export function resetConnection(socket: Socket, requests: Iterable<IncomingMessage | undefined> = []): void {
   for (const req of requests) req?.removeAllListeners('aborted');
+  stacklessUntilNextTurn();
   const tcp = (socket as Socket & { _parent?: Socket })._parent ?? socket;
   socket.on('error', () => {});
   try {

@@ -307,3 +307,29 @@ test('writeSharedBody behind another response on the connection: what the respon
     await closed(server);
   }
 });
+
+test('resetConnection: the errors Node makes for the requests it aborts carry no stack, and stacks are back by the next turn', async () => {
+  const aborted: Error[] = [];
+  const server = http.createServer((req) => {
+    // Never answered: the reset aborts it.
+    req.on('error', (err) => aborted.push(err));
+  });
+  const port = await listening(server);
+  try {
+    const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
+    const client = net.connect(port, '127.0.0.1', () => client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+    client.on('error', () => {});
+    const socket = await accepted;
+    await waitFor(() => 'the request under way', async () => (server.listenerCount('request') > 0 && socket.bytesRead > 0) || undefined);
+    await sleep(50);
+    resetConnection(socket);
+    await waitFor(() => 'the request aborted', async () => aborted[0]);
+    assert.equal(aborted[0]!.message, 'aborted');
+    assert.doesNotMatch(aborted[0]!.stack ?? '', /\n\s+at /, 'no frames');
+    await sleep(5);
+    assert.match(new Error('later').stack ?? '', /\n\s+at /, 'frames again');
+    client.destroy();
+  } finally {
+    await closed(server);
+  }
+});
