@@ -6,8 +6,8 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { collectGarbage } from '../lib/heap.ts';
-import { errorFields, type Logger } from '../lib/log.ts';
+import { CollectionAfterCuts } from '../lib/heap.ts';
+import type { Logger } from '../lib/log.ts';
 import { onParserReady, outputTaken, resetConnection } from './node-http-internals.ts';
 import { releaseAddress, unansweredResponses } from './pipelining.ts';
 
@@ -16,7 +16,7 @@ export interface UnreadOutputOptions {
   timeoutMs: number;
   /** Output pending for all the process's clients past which the stalled ones are cut. */
   maxBytes: number;
-  /** Growth of the RSS since the last collection past which cuts lead to one (half maxBytes unless given). */
+  /** Growth of the RSS since the last collection past which cuts lead to one (lib/heap.ts; half maxBytes unless given). */
   collectAfterGrowthBytes?: number;
 }
 
@@ -33,14 +33,6 @@ const CUT_LOG_INTERVAL_MS = 10_000;
  * at once (freeing a TLS connection's state is a fraction of a millisecond each).
  */
 const CUTS_PER_TURN = 8;
-/**
- * COLLECT_DELAY_MS after a cut (cuts meanwhile join it), the heap is collected if the process has
- * grown by half the bound since the last collection, or by an eighth once the cuts have stopped:
- * V8 would otherwise keep what the cut connections held committed, growing through a flood and
- * staying so after it while the process is quiet. A full collection holds the event loop (up to
- * 160 ms under a flood), so cuts that cost no memory (a trickle of slow clients) lead to none.
- */
-const COLLECT_DELAY_MS = 2000;
 
 interface Watch {
   /** outputTaken when last seen moving. */
@@ -87,39 +79,7 @@ export function boundUnreadOutput(servers: Server[], options: UnreadOutputOption
   const cut = { stalled: 0, overBound: 0, peakBytes: 0 };
   let cutLogTimer: NodeJS.Timeout | undefined;
 
-  let cutSinceCollected = 0;
-  let lastCutMs = 0;
-  let collectTimer: NodeJS.Timeout | undefined;
-  let rssCollected = process.memoryUsage.rss();
-  const collectIn = (ms: number) => setTimeout(() => {
-    collectIfGrown().catch((err: unknown) => log.warn({ err: errorFields(err) }, 'heap collection after cuts failed'));
-  }, ms).unref();
-  function collectSoon(): void {
-    cutSinceCollected++;
-    lastCutMs = performance.now();
-    collectTimer ??= collectIn(COLLECT_DELAY_MS);
-  }
-  /** While cuts go on, past the growth bound; once they have stopped, past a quarter of it. */
-  async function collectIfGrown(): Promise<void> {
-    const before = process.memoryUsage.rss();
-    const quietMs = performance.now() - lastCutMs;
-    const settled = quietMs >= COLLECT_DELAY_MS;
-    if (before - rssCollected < (settled ? collectAfterGrowthBytes / 4 : collectAfterGrowthBytes)) {
-      collectTimer = settled ? undefined : collectIn(COLLECT_DELAY_MS - quietMs);
-      return;
-    }
-    const cuts = cutSinceCollected;
-    cutSinceCollected = 0;
-    const startedMs = performance.now();
-    await collectGarbage();
-    rssCollected = process.memoryUsage.rss();
-    // Cuts during the collection wait for the next.
-    collectTimer = cutSinceCollected > 0 ? collectIn(COLLECT_DELAY_MS) : undefined;
-    log.info({
-      cut: cuts, rssMb: Math.round(before / 2 ** 20), freedMb: Math.round((before - rssCollected) / 2 ** 20),
-      ms: Math.round(performance.now() - startedMs),
-    }, 'heap collected after connections were cut');
-  }
+  const collection = new CollectionAfterCuts(collectAfterGrowthBytes, log);
 
   const cutting: Socket[] = [];
   function cutSome(): void {
@@ -135,7 +95,7 @@ export function boundUnreadOutput(servers: Server[], options: UnreadOutputOption
     cutting.push(socket);
     if (cutting.length === 1) setImmediate(cutSome);
     cut[kind]++;
-    collectSoon();
+    collection.cut();
     cut.peakBytes = Math.max(cut.peakBytes, total);
     cutLogTimer ??= setTimeout(() => {
       log.warn({ stalled: cut.stalled, overBound: cut.overBound, peakUnreadBytes: cut.peakBytes, timeoutMs, maxBytes },
