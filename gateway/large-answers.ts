@@ -4,6 +4,7 @@
 // rest waits in the body, which for the document is one buffer shared by every answer.
 import type { Response } from 'restify';
 import { releaseAddress } from './pipelining.ts';
+import { releaseTurn } from './turns.ts';
 
 export const SLICE_BYTES = 64 * 1024;
 
@@ -21,8 +22,9 @@ export function sendRaw(res: Response, status: number, body: string | Buffer, he
   }
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   res.writeHead(status);
-  // Answered: what is left only waits for its client, and holds none of its address's places.
+  // Answered: what is left only waits for its client, and holds no place of its address or key.
   releaseAddress(res);
+  releaseTurn(res);
   writeFrom(res, bytes, 0);
 }
 

@@ -8,8 +8,11 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import tls from 'node:tls';
 import restify from 'restify';
+import { writeEvents } from '../../domain/audit.ts';
 import { sendRaw, SLICE_BYTES } from '../../gateway/large-answers.ts';
+import { newId } from '../../lib/ids.ts';
 import { openApiText } from '../../gateway/openapi.ts';
+import { assertSuccess } from '../support/assertions.ts';
 import { TestService } from '../support/service.ts';
 import { sleep, waitFor } from '../support/wait.ts';
 
@@ -105,5 +108,43 @@ describe('the service', () => {
     assert.deepEqual(answers.map((a) => a.status), Array(5).fill('HTTP/1.1 200 OK'));
     for (const i of [1, 3]) assert.ok(answers[i]!.body.equals(document), `answer ${i + 1} is the document whole`);
     for (const i of [2, 4]) assert.ok(answers[i]!.body.equals(answers[0]!.body), `answer ${i + 1} is /healthz's`);
+  });
+});
+
+describe('a large answer left unread', () => {
+  let service: TestService;
+  before(async () => {
+    // Its key runs one request at a time: a place a sliced answer held would stop the next.
+    service = await TestService.start({ jobWorkers: false, env: { MAX_REQUESTS_PER_KEY: '1' } });
+  });
+  after(() => service.stop());
+
+  test('holds no place of its key: the next request of the key is served meanwhile', async () => {
+    const p = await service.createProject('Large pages');
+    const now = Math.floor(Date.now() / 1000);
+    // A page of 100 events of ~2 kB each: an answer of several slices.
+    await writeEvents(service.db, Array.from({ length: 100 }, (_, i) => ({
+      id: newId('evnt'), project_id: p.projectId, type: 'app.updated', related_table: 'app', related_id: newId('mapp'),
+      origin: 'api' as const, actor_id: p.keyId, ip_address: '127.0.0.1',
+      details: { changes: { name: { from: `n${i}`, to: `m${i}${'x'.repeat(2000)}` } } }, created_at: now,
+    })));
+    const page = await service.request('GET', '/v1/event', { key: p.key });
+    assertSuccess(page, 200);
+    assert.ok(Buffer.byteLength(JSON.stringify(page.body)) > 2 * SLICE_BYTES, 'the page is sliced');
+    const socket = tls.connect({ host: '127.0.0.1', port: Number(new URL(service.baseUrl).port), ca: readFileSync(service.config.tlsCertFile!), servername: 'localhost' });
+    socket.on('error', () => {});
+    try {
+      await new Promise((resolve) => socket.once('secureConnect', resolve));
+      socket.pause();
+      // Many pages, none read: the kernel and then the process hold what it does not take.
+      socket.write(`GET /v1/event HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${p.key}\r\n\r\n`.repeat(8));
+      await sleep(1000);
+      const started = Date.now();
+      const current = await service.request('GET', '/v1/key/current', { key: p.key });
+      assertSuccess(current, 200);
+      assert.ok(Date.now() - started < 2000, `served in ${Date.now() - started} ms`);
+    } finally {
+      socket.destroy();
+    }
   });
 });
