@@ -1,7 +1,7 @@
 // Every use the gateway makes of node:http beyond its documented API, each with why no public way
 // holds. test/gateway/node-http-internals.test.ts fails, naming this module, on a Node upgrade that
 // moves any of it.
-import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex, Writable } from 'node:stream';
 import tls from 'node:tls';
@@ -93,12 +93,12 @@ function stacklessUntilNextTurn(): void {
  * Closes a connection with a reset, dropping what the kernel still holds for it: a plain close
  * leaves its unsent output queued there (FIN-WAIT-1) while the peer's window stays shut. A TLS
  * socket is reset through the TCP socket beneath it (resetAndDestroy takes only a TCP handle).
- * restify records each abort of `requests` (those still unanswered) with an error and its stack,
- * about 1 ms each: a connection cut on purpose has nothing to record, and a flood's would hold
- * the event loop, so their 'aborted' listeners go first.
+ * restify records each abort of the requests of `responses` (those still unanswered) with an error
+ * and its stack, about 1 ms each: a connection cut on purpose has nothing to record, and a flood's
+ * would hold the event loop, so their 'aborted' listeners go first.
  */
-export function resetConnection(socket: Socket, requests: Iterable<IncomingMessage | undefined> = []): void {
-  for (const req of requests) req?.removeAllListeners('aborted');
+export function resetConnection(socket: Socket, responses: Iterable<ServerResponse> = []): void {
+  for (const res of responses) res.req?.removeAllListeners('aborted');
   stacklessUntilNextTurn();
   const tcp = (socket as Socket & { _parent?: Socket })._parent ?? socket;
   socket.on('error', () => {});

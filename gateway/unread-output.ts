@@ -84,7 +84,7 @@ export function boundUnreadOutput(servers: Server[], options: UnreadOutputOption
   const cutting: Socket[] = [];
   function cutSome(): void {
     for (const socket of cutting.splice(0, CUTS_PER_TURN)) {
-      resetConnection(socket, [...unansweredResponses(socket)].map((res) => res.req));
+      resetConnection(socket, unansweredResponses(socket));
     }
     if (cutting.length > 0) setImmediate(cutSome);
   }

@@ -4,8 +4,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
+import tls from 'node:tls';
 import { assertError as assertEnvelopeError, assertSuccess as assertEnvelopeSuccess, MESSAGES } from '../support/assertions.ts';
 import { readReply, type Reply, type TestService } from '../support/service.ts';
+import { sleep } from '../support/wait.ts';
 
 /** The shared failure assertion, plus the X-Request-Id header every gateway answer carries. */
 export function assertError(reply: Reply, status: number, message: string, what = ''): void {
@@ -94,4 +97,40 @@ export function paddedKeyBody(size: number, name = 'padded'): Buffer {
   const body = Buffer.from(head + 'a'.repeat(padding) + tail);
   assert.equal(body.length, size);
   return body;
+}
+
+export interface Conversation {
+  text: string;
+  /** Milliseconds from the first write until the service closed the connection. */
+  closedAfterMs: number;
+}
+
+/** Opens a TLS connection, writes `data` (each string one write, `gapMs` apart), reads until the service closes it. */
+export function converse(service: TestService, parts: string[], gapMs = 0, timeoutMs = 10_000, localAddress?: string): Promise<Conversation> {
+  return new Promise((resolve, reject) => {
+    const port = Number(new URL(service.baseUrl).port);
+    const tcp = localAddress ? net.connect({ host: '127.0.0.1', port, localAddress }) : undefined;
+    tcp?.on('error', () => {});
+    const socket = tls.connect({ host: '127.0.0.1', port, socket: tcp, ca: readFileSync(service.config.tlsCertFile!), servername: 'localhost' });
+    const chunks: Buffer[] = [];
+    let started = 0;
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the service kept the connection open past ${timeoutMs} ms; read so far: ${Buffer.concat(chunks).toString()}`));
+    }, timeoutMs);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ text: Buffer.concat(chunks).toString('utf8'), closedAfterMs: Date.now() - started });
+    });
+    socket.once('secureConnect', async () => {
+      started = Date.now();
+      for (const part of parts) {
+        if (socket.destroyed) return;
+        socket.write(part);
+        if (gapMs) await sleep(gapMs);
+      }
+    });
+  });
 }

@@ -15,7 +15,7 @@ import { MESSAGES, TITLES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
 import { TestService, type Reply, type TestProject } from '../support/service.ts';
 import { sleep, waitFor } from '../support/wait.ts';
-import { assertError, assertSuccess } from './helpers.ts';
+import { assertError, assertSuccess, converse } from './helpers.ts';
 
 const HSTS = 'max-age=31536000';
 
@@ -52,12 +52,6 @@ function parseRaw(text: string): RawAnswer[] {
   return answers;
 }
 
-interface Conversation {
-  text: string;
-  /** Milliseconds from the first write until the service closed the connection. */
-  closedAfterMs: number;
-}
-
 /** Raw bytes to the plain-HTTP listener, and all it answers until it closes the connection. */
 function plainExchange(service: TestService, request: string): Promise<string> {
   const port = Number(new URL(service.httpUrl).port);
@@ -67,36 +61,6 @@ function plainExchange(service: TestService, request: string): Promise<string> {
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', reject);
     socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
-  });
-}
-
-/** Opens a TLS connection, writes `data` (each string one write, `gapMs` apart), reads until the service closes it. */
-function converse(service: TestService, parts: string[], gapMs = 0, timeoutMs = 10_000, localAddress?: string): Promise<Conversation> {
-  return new Promise((resolve, reject) => {
-    const port = Number(new URL(service.baseUrl).port);
-    const tcp = localAddress ? net.connect({ host: '127.0.0.1', port, localAddress }) : undefined;
-    tcp?.on('error', () => {});
-    const socket = tls.connect({ host: '127.0.0.1', port, socket: tcp, ca: readFileSync(service.config.tlsCertFile!), servername: 'localhost' });
-    const chunks: Buffer[] = [];
-    let started = 0;
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`the service kept the connection open past ${timeoutMs} ms; read so far: ${Buffer.concat(chunks).toString()}`));
-    }, timeoutMs);
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve({ text: Buffer.concat(chunks).toString('utf8'), closedAfterMs: Date.now() - started });
-    });
-    socket.once('secureConnect', async () => {
-      started = Date.now();
-      for (const part of parts) {
-        if (socket.destroyed) return;
-        socket.write(part);
-        if (gapMs) await sleep(gapMs);
-      }
-    });
   });
 }
 

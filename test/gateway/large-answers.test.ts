@@ -14,6 +14,7 @@ import { newId } from '../../lib/ids.ts';
 import { openApiText } from '../../gateway/openapi.ts';
 import { assertSuccess } from '../support/assertions.ts';
 import { TestService } from '../support/service.ts';
+import { converse } from './helpers.ts';
 import { sleep, waitFor } from '../support/wait.ts';
 
 /** Far more than loopback's kernel buffers take for a client that has paused. */
@@ -77,32 +78,16 @@ describe('the service', () => {
   test('the document pipelined between other answers: each whole and in order', async () => {
     const document = Buffer.from(openApiText(), 'utf8');
     assert.ok(document.length > 3 * SLICE_BYTES, `the document (${document.length} bytes) is sliced`);
-    const socket = tls.connect({ host: '127.0.0.1', port: Number(new URL(service.baseUrl).port), ca: readFileSync(service.config.tlsCertFile!), servername: 'localhost' });
-    const methods = ['GET', 'GET', 'GET', 'GET', 'GET'];
     const paths = ['/healthz', '/openapi.json', '/healthz', '/openapi.json', '/healthz'];
-    const answers: Array<{ status: string; length: number; body: Buffer }> = [];
-    let rest = Buffer.alloc(0);
-    socket.on('data', (chunk: Buffer) => {
-      rest = Buffer.concat([rest, chunk]);
-      for (;;) {
-        const method = methods[answers.length];
-        const headEnd = rest.indexOf('\r\n\r\n');
-        if (method === undefined || headEnd < 0) return;
-        const head = rest.subarray(0, headEnd).toString('latin1');
-        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
-        const bodyLength = length;
-        if (rest.length < headEnd + 4 + bodyLength) return;
-        answers.push({ status: head.split('\r\n')[0]!, length, body: rest.subarray(headEnd + 4, headEnd + 4 + bodyLength) });
-        rest = rest.subarray(headEnd + 4 + bodyLength);
-      }
-    });
-    await new Promise((resolve) => socket.once('secureConnect', resolve));
-    socket.write(methods.map((method, i) => `${method} ${paths[i]} HTTP/1.1\r\nHost: localhost\r\n\r\n`).join(''));
-    try {
-      await waitFor(() => `five answers (${answers.length} arrived)`, async () => answers.length === 5 || undefined);
-      await sleep(100);
-    } finally {
-      socket.destroy();
+    const requests = paths.map((path, i) => `GET ${path} HTTP/1.1\r\nHost: localhost\r\n${i === paths.length - 1 ? 'Connection: close\r\n' : ''}\r\n`);
+    let rest = Buffer.from((await converse(service, [requests.join('')])).text, 'utf8');
+    const answers: Array<{ status: string; body: Buffer }> = [];
+    while (rest.length > 0 && answers.length < paths.length) {
+      const headEnd = rest.indexOf('\r\n\r\n');
+      const head = rest.subarray(0, headEnd).toString('latin1');
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
+      answers.push({ status: head.split('\r\n')[0]!, body: rest.subarray(headEnd + 4, headEnd + 4 + length) });
+      rest = rest.subarray(headEnd + 4 + length);
     }
     assert.equal(rest.length, 0, 'nothing after the five answers');
     assert.deepEqual(answers.map((a) => a.status), Array(5).fill('HTTP/1.1 200 OK'));
