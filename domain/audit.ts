@@ -5,6 +5,7 @@ import { newId } from '../lib/ids.ts';
 import { queryFile, withTransaction } from '../lib/pool.ts';
 import { fillTemplate, queryText } from '../lib/sql-files.ts';
 import { chainHash, GENESIS_HASH } from './audit-chain.ts';
+import type { DrainPace } from './drain-pace.ts';
 import { eventJson, eventView } from './events.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import { DRAIN_QUEUE, type AuditJob, type EventType, type RelatedTable } from './jobs.ts';
@@ -133,6 +134,8 @@ const LINGER_POLL_MS = 2;
 export interface Lingering {
   /** How long the drain stays once the outbox is empty. */
   ms: number;
+  /** The process's drains share it: one batch at a time, spaced under a heavy stream. */
+  pace?: DrainPace;
   /** Ends the lingering at once (the worker stopping, the job's claim lost). */
   signal?: AbortSignal;
 }
@@ -154,11 +157,14 @@ export async function drainOutbox(
   const typeIds = await eventTypeIds(pool);
   let written = 0;
   for (;;) {
+    const ended = await lingering.pace?.begin(lingering.signal);
+    let taken = 0;
     const batch = await withTransaction(pool, async (client) => {
       await queryFile(client, 'audit_outbox_lock');
       const events = await queryFile<AuditJob>(client, 'audit_outbox_take', [batchSize]);
+      taken = events.length;
       return { events, written: await writeEventsIn(client, typeIds, events, false) };
-    });
+    }).finally(() => ended?.(taken, taken === batchSize));
     written += batch.written;
     if (batch.written > 0) drained.get(pool)?.(batch.events);
     if (batch.events.length > 0) {

@@ -1,6 +1,7 @@
 // `audit.drain`: moves handed-over events from audit_outbox into the audit trail, in batches.
 // Requested after each commit (coalesced), and by the sweep for events whose request was lost.
 import { DRAIN_BATCH_SIZE, drainOutbox, outboxPending } from '../domain/audit.ts';
+import { DrainPace } from '../domain/drain-pace.ts';
 import { DRAIN_QUEUE } from '../domain/jobs.ts';
 import { JOB_EXPIRE_SECONDS, QUICK_JOB } from '../lib/jobs.ts';
 import { FETCHING, type JobQueue } from './queue.ts';
@@ -11,6 +12,11 @@ const SWEEP_INTERVAL_MS = 1000;
 const DRAIN_SLICE_MS = (JOB_EXPIRE_SECONDS / 3) * 1000;
 /** How long a drain stays on an empty outbox: a steady stream needs no new jobs, an idle worker holds none. */
 const DRAIN_LINGER_MS = 100;
+/**
+ * Once batches of 8 or more come at 400 events a second, they begin 50 ms apart: an event waits at
+ * most that much more, and a batch carries 20 or more, not the 8-10 a drain going on at once takes.
+ */
+const pace = new DrainPace(50, 400, 8);
 
 export const auditDrain: JobQueue<'audit.drain'> = {
   name: DRAIN_QUEUE,
@@ -21,7 +27,7 @@ export const auditDrain: JobQueue<'audit.drain'> = {
   fetch: { ...FETCHING, localConcurrency: 2 },
   sweep: { intervalMs: SWEEP_INTERVAL_MS, pending: (services) => outboxPending(services.pool) },
   async handle(services, _jobs, signal) {
-    const { more } = await drainOutbox(services.pool, Date.now() + DRAIN_SLICE_MS, DRAIN_BATCH_SIZE, { ms: DRAIN_LINGER_MS, signal });
+    const { more } = await drainOutbox(services.pool, Date.now() + DRAIN_SLICE_MS, DRAIN_BATCH_SIZE, { ms: DRAIN_LINGER_MS, pace, signal });
     if (more) await services.boss.send(DRAIN_QUEUE, {});
   },
 };
