@@ -1,7 +1,9 @@
 // After authentication, before anything that works: the requests in progress of one key, of one
 // project (fewer while another project is served) and of the process are bounded; past a bound a
 // request waits, projects served in turn and within one its keys in turn. A waiting request keeps
-// its connection's and address's places, so pipelining.ts stops reading them meanwhile.
+// its connection's and address's places, so pipelining.ts stops reading them meanwhile. A request
+// in progress for `sharedHoldMs` is waiting (on a lock, a slow read), not working: it stops
+// holding its project's shared place, so one slow request does not hold up the project's others.
 import type { ServerResponse } from 'node:http';
 import type { Handler } from './types.ts';
 
@@ -12,7 +14,12 @@ export interface TurnOptions {
   maxInProgress: number;
   /** A project's bound while another project is served too (0: none beyond maxPerProject). */
   maxPerProjectShared: number;
+  /** How long a request in progress counts toward that shared bound (default SHARED_HOLD_MS). */
+  sharedHoldMs?: number;
 }
+
+/** Far longer than a request that works takes (about a millisecond), far shorter than a lock's wait. */
+const SHARED_HOLD_MS = 100;
 
 /** A project that asked this recently still shares the process, between its requests too. */
 const SHARING_MS = 250;
@@ -33,9 +40,19 @@ interface Key {
 interface Project {
   id: string;
   inProgress: number;
+  /** Of those, begun within sharedHoldMs: what its shared bound counts. */
+  holding: number;
   keys: Map<string, Key>;
   /** Its keys with requests waiting, in turn: the first is served next. */
   turn: Set<Key>;
+}
+
+/** A request begun, in the order begun: it holds its project's shared place until released or old. */
+interface Begun {
+  project: Project;
+  key: Key;
+  atMs: number;
+  holding: boolean;
 }
 
 const RELEASE = Symbol('releaseTurn');
@@ -46,7 +63,7 @@ export function releaseTurn(res: ServerResponse): void {
   (res as Releasable)[RELEASE]?.();
 }
 
-export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProjectShared }: TurnOptions): Handler {
+export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProjectShared, sharedHoldMs = SHARED_HOLD_MS }: TurnOptions): Handler {
   const projects = new Map<string, Project>();
   /** Projects with requests waiting, in turn. */
   const turn = new Set<Project>();
@@ -78,12 +95,12 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProje
   }
 
   const projectHasRoom = (project: Project) => room(project.inProgress, maxPerProject)
-    && (maxPerProjectShared === 0 || project.inProgress < maxPerProjectShared || !shared(project));
+    && (maxPerProjectShared === 0 || project.holding < maxPerProjectShared || !shared(project));
   const keyHasRoom = (key: Key) => room(key.inProgress, maxPerKey);
 
   function projectOf(id: string): Project {
     let project = projects.get(id);
-    if (!project) projects.set(id, project = { id, inProgress: 0, keys: new Map(), turn: new Set() });
+    if (!project) projects.set(id, project = { id, inProgress: 0, holding: 0, keys: new Map(), turn: new Set() });
     return project;
   }
 
@@ -98,15 +115,50 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProje
     if (project.inProgress === 0 && project.keys.size === 0) projects.delete(project.id);
   }
 
+  /** Requests begun within sharedHoldMs (and some older, not yet looked at), oldest first from `oldest`. */
+  const begun: Begun[] = [];
+  let oldest = 0;
+  let expiry: NodeJS.Timeout | undefined;
+
+  /** Requests begun sharedHoldMs ago give back their projects' shared places. */
+  function expire(nowMs: number): void {
+    while (oldest < begun.length && nowMs - begun[oldest]!.atMs >= sharedHoldMs) {
+      const old = begun[oldest++]!;
+      if (old.holding) {
+        old.holding = false;
+        old.project.holding--;
+      }
+    }
+    if (oldest === begun.length || oldest > 1024) {
+      begun.splice(0, oldest);
+      oldest = 0;
+    }
+  }
+
+  /** While requests wait, they are looked at again once the oldest request in progress grows old. */
+  function expireLater(): void {
+    if (expiry || oldest === begun.length) return;
+    expiry = setTimeout(() => {
+      expiry = undefined;
+      expire(performance.now());
+      serveWaiting();
+      if (turn.size > 0) expireLater();
+    }, Math.max(0, begun[oldest]!.atMs + sharedHoldMs - performance.now()));
+    expiry.unref();
+  }
+
   function begin(project: Project, key: Key, res: ServerResponse, start: () => void): void {
     inProgress++;
     if (project.inProgress++ === 0) busy++;
     key.inProgress++;
+    project.holding++;
+    const begins: Begun = { project, key, atMs: performance.now(), holding: true };
+    begun.push(begins);
     let held = true;
     const release = () => {
       if (!held) return;
       held = false;
-      freed.push([project, key]);
+      freed.push(begins);
       if (freed.length === 1) setImmediate(handBack);
     };
     (res as Releasable)[RELEASE] = release;
@@ -164,13 +216,18 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProje
    * does for addresses: answers that complete at once cannot let one project start request after
    * request while the others wait for the turn to end.
    */
-  const freed: Array<[Project, Key]> = [];
+  const freed: Begun[] = [];
 
   function handBack(): void {
-    for (const [project, key] of freed.splice(0)) {
+    for (const done of freed.splice(0)) {
+      const { project, key } = done;
       inProgress--;
       if (--project.inProgress === 0) busy--;
       key.inProgress--;
+      if (done.holding) {
+        done.holding = false;
+        project.holding--;
+      }
       forgetIfIdle(project, key);
     }
     serveWaiting();
@@ -181,8 +238,10 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProje
     if (!caller) return next();
     const project = projectOf(caller.project_id);
     const key = keyOf(project, caller.id);
+    const nowMs = performance.now();
+    expire(nowMs);
     // Nothing of its key waits, and there is room: none waiting could take this place instead.
-    asked(project, performance.now());
+    asked(project, nowMs);
     if (key.waiting.length === 0 && keyHasRoom(key) && projectHasRoom(project) && room(inProgress, maxInProgress)) {
       return begin(project, key, res, () => next());
     }
@@ -191,5 +250,6 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProje
     res.once('close', () => { waiting.gone = true; });
     project.turn.add(key);
     turn.add(project);
+    expireLater();
   };
 }

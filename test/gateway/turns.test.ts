@@ -136,6 +136,25 @@ test('while another project is served, a project holds only its shared bound; al
   assert.deepEqual(h.started.slice(7), ['p7', 'p8'], 'alone again: its whole bound');
 });
 
+test('a request in progress for sharedHoldMs stops holding its project\'s shared place: a slow one does not hold up the rest', async () => {
+  const h = harness({ maxPerKey: 0, maxPerProject: 8, maxInProgress: 0, maxPerProjectShared: 1, sharedHoldMs: 60 });
+  h.send('q1', 'papi_q', 'proj_q');
+  h.send('p1', 'papi_p', 'proj_p');
+  h.send('p2', 'papi_p', 'proj_p');
+  h.send('p3', 'papi_p', 'proj_p');
+  assert.deepEqual(h.started, ['q1', 'p1'], 'shared: one in progress');
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  assert.deepEqual(h.started, ['q1', 'p1'], 'p1 still holds the place before sharedHoldMs');
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  assert.deepEqual(h.started, ['q1', 'p1', 'p2'], 'p1, in progress for sharedHoldMs, gave the place to p2');
+  h.finish('p2');
+  await nextTurn();
+  assert.deepEqual(h.started, ['q1', 'p1', 'p2', 'p3'], 'p2 done: p3 starts, p1 still in progress');
+  h.finish('q1');
+  h.finish('p1');
+  h.finish('p3');
+});
+
 test('a project alone keeps its whole bound, though it falls idle between its requests', async () => {
   const h = harness({ maxPerKey: 0, maxPerProject: 8, maxInProgress: 0, maxPerProjectShared: 2 });
   h.send('p1', 'papi_p', 'proj_p');
