@@ -157,6 +157,8 @@ export async function drainOutbox(
   const typeIds = await eventTypeIds(pool);
   let written = 0;
   for (;;) {
+    // Told to stop: what is left goes to the next job, not to batches no longer paced.
+    if (lingering.signal?.aborted) return { written, more: true };
     const ended = await lingering.pace?.begin(lingering.signal);
     let taken = 0;
     const batch = await withTransaction(pool, async (client) => {

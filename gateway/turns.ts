@@ -18,8 +18,14 @@ export interface TurnOptions {
   sharedHoldMs?: number;
 }
 
-/** Far longer than a request that works takes (about a millisecond), far shorter than a lock's wait. */
+/** Far longer than a request that works takes, far shorter than a wait on a lock. */
 const SHARED_HOLD_MS = 100;
+
+/**
+ * Slow requests a project may have in progress beside its shared bound: under a load that makes
+ * every request slow, a flood must not win its whole bound back 100 ms at a time.
+ */
+const SLOW_PLACES = 3;
 
 /** A project that asked this recently still shares the process, between its requests too. */
 const SHARING_MS = 250;
@@ -95,7 +101,7 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProje
   }
 
   const projectHasRoom = (project: Project) => room(project.inProgress, maxPerProject)
-    && (maxPerProjectShared === 0 || project.holding < maxPerProjectShared || !shared(project));
+    && (maxPerProjectShared === 0 || (project.holding < maxPerProjectShared && project.inProgress < maxPerProjectShared + SLOW_PLACES) || !shared(project));
   const keyHasRoom = (key: Key) => room(key.inProgress, maxPerKey);
 
   function projectOf(id: string): Project {
@@ -115,7 +121,10 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProje
     if (project.inProgress === 0 && project.keys.size === 0) projects.delete(project.id);
   }
 
-  /** Requests begun within sharedHoldMs (and some older, not yet looked at), oldest first from `oldest`. */
+  /**
+   * Requests begun, oldest first from `oldest`: those within sharedHoldMs, and older or released
+   * ones not yet looked at (an entry released is skipped once it is old).
+   */
   const begun: Begun[] = [];
   let oldest = 0;
   let expiry: NodeJS.Timeout | undefined;
@@ -219,6 +228,7 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProje
   const freed: Begun[] = [];
 
   function handBack(): void {
+    expire(performance.now());
     for (const done of freed.splice(0)) {
       const { project, key } = done;
       inProgress--;
@@ -231,6 +241,7 @@ export function takeTurns({ maxPerKey, maxPerProject, maxInProgress, maxPerProje
       forgetIfIdle(project, key);
     }
     serveWaiting();
+    if (turn.size > 0) expireLater();
   }
 
   return function takeTurn(req, res, next) {

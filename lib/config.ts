@@ -221,7 +221,7 @@ export function readConfig(env = process.env): Config {
     maxRequestsPerProject: int(env, 'MAX_REQUESTS_PER_PROJECT', 32),
     // Past what the process serves well, projects take turns instead of all piling on the database.
     maxRequestsInProgress: int(env, 'MAX_REQUESTS_IN_PROGRESS', 256),
-    // Served in turn with another: strict turns, so the other's request waits behind one of its own.
+    // Served in turn with another: the other's request waits behind one of its own, not several.
     maxRequestsPerProjectShared: int(env, 'MAX_REQUESTS_PER_PROJECT_SHARED', 1),
     // As long as a head may take to arrive: a client that has taken nothing for that long is gone.
     unreadOutputTimeoutMs: int(env, 'UNREAD_OUTPUT_TIMEOUT_MS', 10_000, 1),

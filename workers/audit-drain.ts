@@ -13,8 +13,8 @@ const DRAIN_SLICE_MS = (JOB_EXPIRE_SECONDS / 3) * 1000;
 /** How long a drain stays on an empty outbox: a steady stream needs no new jobs, an idle worker holds none. */
 const DRAIN_LINGER_MS = 100;
 /**
- * Once batches of 8 or more come at 400 events a second, they begin 50 ms apart: an event waits at
- * most that much more, and a batch carries 20 or more, not the 8-10 a drain going on at once takes.
+ * Once batches of 8 or more come at 400 events a second, they begin 50 ms apart: a stream that fast
+ * fills each with 20 or more, and an event waits at most 50 ms more (docs/performance.md).
  */
 const pace = new DrainPace(50, 400, 8);
 

@@ -13,6 +13,7 @@ import { nowSeconds, sleep } from '../support/wait.ts';
 const GATHER_MS = 80;
 const FROM_RATE = 400;
 const FROM_EVENTS = 8;
+const STREAM_RATE = 100;
 
 /** How long the next begin() of `pace` waits, once `previous` ended with `events` (full or not). */
 async function nextWait(pace: DrainPace, events: number, full = false, sinceMs = 10): Promise<number> {
@@ -56,9 +57,10 @@ test('a drain told to stop does not wait for its pace', async () => {
   const stop = new AbortController();
   const started = performance.now();
   const waiting = pace.begin(stop.signal);
-  setTimeout(() => stop.abort(), 20);
+  setTimeout(() => stop.abort(), 50);
   (await waiting)(0, false);
-  assert.ok(performance.now() - started < 1000, 'ended by the signal, not the 60 s pace');
+  const waited = performance.now() - started;
+  assert.ok(waited >= 40 && waited < 1000, `paced until the signal, then ended by it, not the 60 s pace (${waited.toFixed(1)} ms)`);
 });
 
 let idle: TestService;
@@ -69,7 +71,8 @@ test('a paced drain over a stream of changes writes every event once, in order, 
   const p = await idle.createProject('Paced drain');
   const batches: number[] = [];
   onEventsDrained(idle.db, (events) => batches.push(events.length));
-  const pace = new DrainPace(GATHER_MS, FROM_RATE, FROM_EVENTS);
+  // Paced from 100 events a second, which eight writers make even on a loaded machine.
+  const pace = new DrainPace(GATHER_MS, STREAM_RATE, FROM_EVENTS);
   const stop = new AbortController();
   const draining = drainOutbox(idle.db, Infinity, 500, { ms: 60_000, pace, signal: stop.signal });
   // Eight writers, one change after another each, for about a second.
@@ -94,9 +97,8 @@ test('a paced drain over a stream of changes writes every event once, in order, 
   assert.equal(written.length, related.length, `every change's event written once (${related.length} changes)`);
   assert.deepEqual(new Set(written), new Set(related));
   assert.ok(rows.every((r, i) => Number(r.sequence) === i + 1), 'sequences 1..n');
-  assert.ok(n < rows.length, 'the stream was drained while it ran, not only at its end');
-  const rate = related.length;
-  assert.ok(rate >= FROM_RATE, `the stream was heavy enough to be paced: ${rate} changes in a second`);
+  assert.ok(n > 0, 'the stream was drained while it ran, not only at its end');
+  assert.ok(related.length >= 2 * STREAM_RATE, `the stream was heavy enough to be paced: ${related.length} changes in a second`);
   const streamBatches = batches.length;
   assert.ok(streamBatches <= 1000 / GATHER_MS + 5, `${related.length} events in ${streamBatches} batches, at most one per ${GATHER_MS} ms and a few more`);
 });

@@ -137,22 +137,49 @@ test('while another project is served, a project holds only its shared bound; al
 });
 
 test('a request in progress for sharedHoldMs stops holding its project\'s shared place: a slow one does not hold up the rest', async () => {
-  const h = harness({ maxPerKey: 0, maxPerProject: 8, maxInProgress: 0, maxPerProjectShared: 1, sharedHoldMs: 60 });
+  const h = harness({ maxPerKey: 0, maxPerProject: 8, maxInProgress: 0, maxPerProjectShared: 1, sharedHoldMs: 100 });
   h.send('q1', 'papi_q', 'proj_q');
   h.send('p1', 'papi_p', 'proj_p');
   h.send('p2', 'papi_p', 'proj_p');
   h.send('p3', 'papi_p', 'proj_p');
   assert.deepEqual(h.started, ['q1', 'p1'], 'shared: one in progress');
-  await new Promise((resolve) => setTimeout(resolve, 30));
+  await new Promise((resolve) => setTimeout(resolve, 20));
   assert.deepEqual(h.started, ['q1', 'p1'], 'p1 still holds the place before sharedHoldMs');
-  await new Promise((resolve) => setTimeout(resolve, 60));
-  assert.deepEqual(h.started, ['q1', 'p1', 'p2'], 'p1, in progress for sharedHoldMs, gave the place to p2');
-  h.finish('p2');
-  await nextTurn();
-  assert.deepEqual(h.started, ['q1', 'p1', 'p2', 'p3'], 'p2 done: p3 starts, p1 still in progress');
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  assert.deepEqual(h.started.slice(0, 3), ['q1', 'p1', 'p2'], 'p1, in progress for sharedHoldMs, gave the place to p2');
   h.finish('q1');
   h.finish('p1');
+  h.finish('p2');
   h.finish('p3');
+});
+
+test('slow requests beside the shared bound are bounded too: a load that makes every request slow gives a flood no more', async () => {
+  const h = harness({ maxPerKey: 0, maxPerProject: 8, maxInProgress: 0, maxPerProjectShared: 1, sharedHoldMs: 20 });
+  h.send('q1', 'papi_q', 'proj_q');
+  for (let i = 1; i <= 6; i++) h.send(`p${i}`, 'papi_p', 'proj_p');
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  assert.deepEqual(h.started, ['q1', 'p1', 'p2', 'p3', 'p4'], 'one holding and three slow, none more however long they take');
+  h.finish('p1');
+  await nextTurn();
+  assert.deepEqual(h.started.slice(5), ['p5'], 'one done: the next starts');
+  for (const name of ['q1', 'p2', 'p3', 'p4', 'p5']) h.finish(name);
+});
+
+test('a request started by a place given back is looked at again once old, though no timer ran before it', async () => {
+  const h = harness({ maxPerKey: 0, maxPerProject: 8, maxInProgress: 0, maxPerProjectShared: 1, sharedHoldMs: 30 });
+  h.send('q1', 'papi_q', 'proj_q');
+  for (let i = 1; i <= 6; i++) h.send(`p${i}`, 'papi_p', 'proj_p');
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  assert.deepEqual(h.started, ['q1', 'p1', 'p2', 'p3', 'p4'], 'all slow, at the bound of slow ones: nothing left to time');
+  h.finish('p1');
+  await nextTurn();
+  assert.deepEqual(h.started.slice(5), ['p5'], 'a place given back: p5 starts');
+  h.finish('p2');
+  await nextTurn();
+  assert.deepEqual(h.started.slice(6), [], 'p5 holds the shared place');
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  assert.deepEqual(h.started.slice(6), ['p6'], 'p5 grew old: p6 starts, without waiting for an answer');
+  for (const name of ['q1', 'p3', 'p4', 'p5', 'p6']) h.finish(name);
 });
 
 test('a project alone keeps its whole bound, though it falls idle between its requests', async () => {
