@@ -1,6 +1,7 @@
 // The pace of a process's audit drains. A batch's round trips cost the worker and the database far
 // more than its events do, so under a heavy stream of changes the batches are spaced out to gather
 // more events each (docs/performance.md, "The audit drain's pace").
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** When the process's next drain batch may begin; one batch at a time, whichever drain takes it. */
 export class DrainPace {
@@ -27,7 +28,7 @@ export class DrainPace {
     for (;;) {
       if (this.#underWay) await this.#underWay;
       else if (signal?.aborted || this.#notBefore <= Date.now()) break;
-      else await sleepUntil(this.#notBefore, signal);
+      else await sleep(this.#notBefore - Date.now(), undefined, { signal }).catch(() => undefined);
     }
     let ended!: () => void;
     this.#underWay = new Promise((resolve) => { ended = resolve; });
@@ -40,16 +41,4 @@ export class DrainPace {
       ended();
     };
   }
-}
-
-function sleepUntil(at: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, at - Date.now());
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

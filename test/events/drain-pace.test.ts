@@ -15,7 +15,7 @@ const FROM_RATE = 400;
 const FROM_EVENTS = 8;
 const STREAM_RATE = 100;
 
-/** How long the next begin() of `pace` waits, once `previous` ended with `events` (full or not). */
+/** How long `pace`'s next begin() waits after a batch of `events` (full or not), begun `sinceMs` after the one before. */
 async function nextWait(pace: DrainPace, events: number, full = false, sinceMs = 10): Promise<number> {
   (await pace.begin())(0, false);
   await sleep(sinceMs);
