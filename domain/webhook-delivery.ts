@@ -169,7 +169,8 @@ export class WebhookDispatcher {
     if (projects === undefined) this.moved = null;
     else if (this.moved) for (const project of projects) this.moved.add(project);
     if (projects === undefined || projects.length > 0) this.fanOuts.ask();
-    this.claims.ask();
+    // A fan-out asks for a claim when it ends; a notice's claim before it would find nothing new.
+    if (projects === undefined) this.claims.ask();
   }
 
   private async fanOutMoved(): Promise<void> {

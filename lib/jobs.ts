@@ -62,7 +62,7 @@ export function wakeWorkers(pool: pg.Pool, queue: string): void {
 }
 
 /** Least time between two job requests of one pool, so one job insert covers a burst of commits. */
-const REQUEST_GAP_MS = 5;
+const REQUEST_GAP_MS = 25;
 
 /** Sends `queue` a job after a commit that left it work in rows; policy `short` makes most a no-op. */
 export function requestJob(pool: pg.Pool, boss: PgBoss, queue: string): void {
