@@ -160,3 +160,30 @@ export function writeSharedBody(res: ServerResponse, body: SharedBody): void {
 export function sharedBodyWriter(res: ServerResponse): Writable {
   return res.socket ?? res;
 }
+
+const HANDSHAKE_TIMEOUT = (server: tls.Server) => Object.getOwnPropertySymbols(server).find((s) => s.description === 'handshake-timeout');
+
+/**
+ * Runs `start` (TLS's own connection listener) with the server's handshake timeout set to `ms` for
+ * the TLS socket it makes: a connection that waited for its handshake to begin keeps its deadline
+ * from its accept. Node reads the timeout, a private field, as it makes each TLS socket.
+ */
+export function withHandshakeTimeout(server: tls.Server, ms: number, start: () => void): void {
+  const field = HANDSHAKE_TIMEOUT(server);
+  if (field === undefined) throw new Error('node:tls has no handshake-timeout field: see gateway/node-http-internals.ts');
+  const own = server as unknown as Record<symbol, number>;
+  const full = own[field]!;
+  own[field] = Math.max(1, Math.min(full, ms));
+  try {
+    start();
+  } finally {
+    own[field] = full;
+  }
+}
+
+/** The server's own handshake timeout (TLS_HANDSHAKE_TIMEOUT_MS). */
+export function handshakeTimeoutOf(server: tls.Server): number {
+  const field = HANDSHAKE_TIMEOUT(server);
+  if (field === undefined) throw new Error('node:tls has no handshake-timeout field: see gateway/node-http-internals.ts');
+  return (server as unknown as Record<symbol, number>)[field]!;
+}

@@ -3,6 +3,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import type { Server as TlsServer } from 'node:tls';
 import restify from 'restify';
 import { errors } from '../domain/errors.ts';
 import { sealingKeyOf } from '../domain/sealing.ts';
@@ -16,6 +17,7 @@ import { answerClientErrors, refuseUnusableRequests } from './client-errors.ts';
 import { boundConnections } from './connection-bounds.ts';
 import { createWorkerPool, serveEndpoint } from './dispatch.ts';
 import { EventStreams } from './event-streams.ts';
+import { admitHandshakes } from './handshake-admission.ts';
 import { KnownKeys } from './known-keys.ts';
 import { allEndpoints } from './endpoints/registry.ts';
 import { health } from './health.ts';
@@ -130,6 +132,9 @@ export async function startGateway(config: Config, log: Logger, databaseUrl: str
     // find-my-way's default (100 chars) would turn an over-long id into the unknown-path 404.
     maxParamLength: MAX_PATH_PARAM_CHARS,
   } as restify.ServerOptions);
+  admitHandshakes(server.server as unknown as TlsServer, {
+    busy: config.handshakeBusy, burst: config.handshakeBurst, floorGapMs: config.handshakeFloorGapMs,
+  });
   const requests = createRequestLog(log);
   logRequests(server, requests);
   const publicOrigin = () => config.publicUrl

@@ -23,6 +23,9 @@ export interface Config {
   publicUrl: string | undefined;
   /** A connection that has not finished its TLS handshake by then is destroyed. */
   tlsHandshakeTimeoutMs: number;
+  handshakeBusy: number;
+  handshakeBurst: number;
+  handshakeFloorGapMs: number;
   /** A request whose head, or whole request, has not arrived by then gets 408 and is closed. */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -205,6 +208,12 @@ export function readConfig(env = process.env): Config {
     publicUrl: publicOrigin(env.PUBLIC_URL),
     // Enough for a slow mobile handshake; a flood of silent sockets is gone in seconds.
     tlsHandshakeTimeoutMs: int(env, 'TLS_HANDSHAKE_TIMEOUT_MS', 10_000, 1),
+    // Half the loop: the other half keeps its clients' answers near their quiet speed.
+    handshakeBusy: int(env, 'HANDSHAKE_BUSY_PERCENT', 50, 1, 100) / 100,
+    // A busy process still takes a burst of new clients at once (a fleet's reconnect)...
+    handshakeBurst: int(env, 'HANDSHAKE_BURST', 256, 1, 1_000_000),
+    // ...and then 100 a second.
+    handshakeFloorGapMs: int(env, 'HANDSHAKE_FLOOR_GAP_MS', 10, 0, 60_000),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 1),
     // Sending the largest body this slowly is slower than any honest client.
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),

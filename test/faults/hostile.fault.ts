@@ -979,4 +979,10 @@ test(`unread answers: ${UNREAD_ADDRESSES * UNREAD_PER_ADDRESS} connections from 
     assert.equal(readerStats.ok, readerStats.requests, `${readerStats.requests - readerStats.ok} not: ${[...new Set(readerStats.failures)].join(', ')}`);
   });
   await checkNormal(t, label, quiet, normalStats);
+  // This case's own target, with no slack: new connections wait for their handshakes while the
+  // process is busy (gateway/handshake-admission.ts), so the flood slows, not the clients it has.
+  recordFigure(SUITE, `${label}: normal client p99 within ${P99_FACTOR}x quiet`, normalStats.p99 <= P99_FACTOR * quiet.p99 ? 'met' : 'MISSED');
+  await t.test(`the normal client's p99 within ${P99_FACTOR}x its quiet p99 throughout`, () => {
+    assert.ok(normalStats.p99 <= P99_FACTOR * quiet.p99, `${round1(normalStats.p99)} ms under attack, ${round1(quiet.p99)} ms quiet`);
+  });
 });

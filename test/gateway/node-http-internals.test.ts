@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import {
-  onParserReady, outputTaken, resetConnection, responseStarted, setServerOptions, SharedBody, takeParserInput, writeSharedBody,
+  handshakeTimeoutOf, onParserReady, outputTaken, resetConnection, responseStarted, setServerOptions, SharedBody, takeParserInput, withHandshakeTimeout, writeSharedBody,
   type ParserInput,
 } from '../../gateway/node-http-internals.ts';
 import { selfSigned } from '../../gateway/tls.ts';
@@ -332,4 +332,21 @@ test('resetConnection: the errors Node makes for the requests it aborts carry no
   } finally {
     await closed(server);
   }
+});
+
+test('handshakeTimeoutOf reads the server\'s handshake timeout; withHandshakeTimeout gives one connection a shorter one', async (t) => {
+  const server = tls.createServer({ ...await selfSigned(), handshakeTimeout: 5000 });
+  server.on('tlsClientError', (_err, socket) => socket.destroy());
+  assert.equal(handshakeTimeoutOf(server), 5000);
+  const startTls = server.listeners('connection') as Array<(socket: net.Socket) => void>;
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: net.Socket) => withHandshakeTimeout(server, 200, () => startTls[0]!.call(server, socket)));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const began = Date.now();
+  const silent = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+  silent.on('error', () => {});
+  await new Promise((resolve) => silent.once('close', resolve));
+  assert.ok(Date.now() - began < 2000, `closed after ${Date.now() - began} ms`);
+  assert.equal(handshakeTimeoutOf(server), 5000, 'the server\'s own timeout is put back');
 });
