@@ -24,12 +24,19 @@ const WINDOW_MS = 20;
 /** Handshakes started in one turn: their key exchanges come in the next, and answers go between. */
 const PER_TURN = 4;
 
+const ignore = () => {};
+
 interface Waiting {
   socket: Socket;
   acceptedMs: number;
 }
 
-export function admitHandshakes(server: Server, options: HandshakeAdmissionOptions): void {
+export interface HandshakeAdmission {
+  /** Connections waiting for their handshake to begin. */
+  waiting(): number;
+}
+
+export function admitHandshakes(server: Server, options: HandshakeAdmissionOptions): HandshakeAdmission {
   // TLS's own listener, the only one while the server is new: it starts the handshake.
   const startTls = server.listeners('connection') as Array<(socket: Socket) => void>;
   server.removeAllListeners('connection');
@@ -40,27 +47,27 @@ export function admitHandshakes(server: Server, options: HandshakeAdmissionOptio
   let lastWindow = 0;
   let tokens = options.burst;
   let refilledMs = performance.now();
-  let timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  let timer: NodeJS.Timeout | undefined;
 
-  /** The utilization over the window so far, or the last whole window's while this one is young. */
+  // The windows roll on a timer of their own: measured only when asked, one would span whatever
+  // quiet or busy spell came before the ask.
+  const sampler = setInterval(() => {
+    lastWindow = performance.eventLoopUtilization(mark).utilization;
+    mark = performance.eventLoopUtilization();
+  }, WINDOW_MS).unref();
+  server.once('close', () => clearInterval(sampler));
+
+  /** The utilization over the last whole window, or this one once it has some length. */
   function isBusy(): boolean {
     const elu = performance.eventLoopUtilization(mark);
-    const spanMs = elu.idle + elu.active;
-    if (spanMs >= WINDOW_MS) {
-      lastWindow = elu.utilization;
-      mark = performance.eventLoopUtilization();
-      return lastWindow > options.busy;
-    }
-    return (spanMs >= WINDOW_MS / 4 ? Math.max(lastWindow, elu.utilization) : lastWindow) > options.busy;
+    return (elu.idle + elu.active >= WINDOW_MS / 4 ? Math.max(lastWindow, elu.utilization) : lastWindow) > options.busy;
   }
 
   /** Whether a handshake may start now: freely while the loop has room, else for a token. */
   function mayStart(now: number): boolean {
     if (!isBusy()) return true;
-    if (options.floorGapMs > 0) {
-      tokens = Math.min(options.burst, tokens + (now - refilledMs) / options.floorGapMs);
-      refilledMs = now;
-    }
+    tokens = Math.min(options.burst, tokens + (now - refilledMs) / options.floorGapMs);
+    refilledMs = now;
     if (tokens < 1) return false;
     tokens--;
     return true;
@@ -77,6 +84,16 @@ export function admitHandshakes(server: Server, options: HandshakeAdmissionOptio
     });
   }
 
+  /** A connection closed while it waited leaves its line (an address has at most its bound there). */
+  function forget(address: string, entry: Waiting): void {
+    const line = lines.get(address);
+    const at = line?.indexOf(entry) ?? -1;
+    if (at < 0) return;
+    line!.splice(at, 1);
+    waiting--;
+    if (line!.length === 0) lines.delete(address);
+  }
+
   /** The next address's oldest waiting connection, that address then to the back of the lines. */
   function next(): Waiting | undefined {
     for (const [address, line] of lines) {
@@ -84,6 +101,7 @@ export function admitHandshakes(server: Server, options: HandshakeAdmissionOptio
       const first = line.shift()!;
       waiting--;
       if (line.length > 0) lines.set(address, line);
+      first.socket.removeListener('error', ignore);
       if (!first.socket.destroyed) return first;
     }
     return undefined;
@@ -114,7 +132,8 @@ export function admitHandshakes(server: Server, options: HandshakeAdmissionOptio
       }
     }
     for (const [address, line] of lines) if (line.length === 0) lines.delete(address);
-    if (waiting > 0) timer = isBusy() ? setTimeout(admit, Math.max(1, Math.min(WINDOW_MS / 4, options.floorGapMs))) : setImmediate(admit);
+    // A timer, not setImmediate: a loop that never blocks in its poll would read as busy.
+    if (waiting > 0) timer = setTimeout(admit, isBusy() ? Math.min(WINDOW_MS / 4, options.floorGapMs) : 0);
   }
 
   server.on('connection', (socket: Socket) => {
@@ -125,11 +144,15 @@ export function admitHandshakes(server: Server, options: HandshakeAdmissionOptio
       return;
     }
     const address = socket.remoteAddress ?? '';
+    const entry: Waiting = { socket, acceptedMs: now };
     const line = lines.get(address);
-    const entry = { socket, acceptedMs: now };
     if (line) line.push(entry);
     else lines.set(address, [entry]);
     waiting++;
-    timer ??= setImmediate(admit);
+    // Read from its accept on: a reset while it waits is an 'error' no one else listens for yet.
+    socket.on('error', ignore);
+    socket.once('close', () => forget(address, entry));
+    timer ??= setTimeout(admit, 0);
   });
+  return { waiting: () => waiting };
 }

@@ -213,7 +213,7 @@ export function readConfig(env = process.env): Config {
     // A busy process still takes a burst of new clients at once (a fleet's reconnect)...
     handshakeBurst: int(env, 'HANDSHAKE_BURST', 256, 1, 1_000_000),
     // ...and then 100 a second.
-    handshakeFloorGapMs: int(env, 'HANDSHAKE_FLOOR_GAP_MS', 10, 0, 60_000),
+    handshakeFloorGapMs: int(env, 'HANDSHAKE_FLOOR_GAP_MS', 10, 1, 60_000),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 1),
     // Sending the largest body this slowly is slower than any honest client.
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),

@@ -23,7 +23,7 @@ async function admittingServer(t: TestContext, options: { burst?: number; floorG
   // Listening before admission is set, as TLS's own listener is: called when a handshake starts.
   const started: Started[] = [];
   server.on('connection', (socket: net.Socket) => started.push({ address: socket.remoteAddress!, atMs: performance.now() }));
-  admitHandshakes(server, { busy: 0.5, burst: options.burst ?? 1, floorGapMs: options.floorGapMs ?? FLOOR_GAP_MS });
+  const admission = admitHandshakes(server, { busy: 0.5, burst: options.burst ?? 1, floorGapMs: options.floorGapMs ?? FLOOR_GAP_MS });
   const arrived: Array<Started & { startedAtOnce?: boolean }> = [];
   server.prependListener('connection', (socket: net.Socket) => {
     const arrival: Started & { startedAtOnce?: boolean } = { address: socket.remoteAddress!, atMs: performance.now() };
@@ -51,7 +51,7 @@ async function admittingServer(t: TestContext, options: { burst?: number; floorG
     for (const socket of [...clients, ...secured]) socket.destroy();
     server.close();
   });
-  return { server, port, started, arrived, secured, connect };
+  return { server, port, admission, started, arrived, secured, connect };
 }
 
 /** Keeps the event loop about 90% busy, as a flood's work does, until stopped. */
@@ -112,20 +112,23 @@ test('connections still waiting for their handshake are closed with the server',
 });
 
 test('a busy process starts its burst of handshakes at once, then waits for the floor gap', async (t) => {
-  const { started, secured, connect } = await admittingServer(t, { burst: 3, floorGapMs: 1000 });
+  const { started, arrived, secured, connect } = await admittingServer(t, { burst: 3, floorGapMs: 1000 });
   const stop = busyLoop();
   t.after(stop);
   await sleep(100);
   for (let i = 0; i < 5; i++) connect(`127.0.0.${10 + i}`);
   await waitFor(() => `three handshakes (${secured.length})`, async () => (secured.length >= 3 || undefined), 5000);
+  const firstArrival = Math.min(...arrived.map((a) => a.atMs));
+  assert.ok(started[2]!.atMs - firstArrival < 300, `the burst started at once: ${started.map((s) => (s.atMs - firstArrival).toFixed(0)).join(', ')} ms`);
   await sleep(300);
   assert.equal(started.length, 3, 'the burst, and no more until the floor gap has passed');
   await waitFor(() => `five handshakes (${secured.length})`, async () => (secured.length === 5 || undefined), 10_000);
 });
 
 test('a connection waiting for its handshake keeps its deadline from its accept, waiting included', async (t) => {
-  const HANDSHAKE_TIMEOUT_MS = 400;
-  const { port } = await admittingServer(t, { burst: 1, floorGapMs: 1000, handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
+  const HANDSHAKE_TIMEOUT_MS = 1000;
+  // Started one every 500 ms, a waited connection must get only what is left of its 1,000 ms.
+  const { port } = await admittingServer(t, { burst: 1, floorGapMs: 500, handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
   const stop = busyLoop();
   t.after(stop);
   await sleep(100);
@@ -137,6 +140,32 @@ test('a connection waiting for its handshake keeps its deadline from its accept,
     socket.on('close', () => resolve(performance.now() - began));
     t.after(() => socket.destroy());
   })));
-  // Started one a second, the last would wait three seconds for a deadline of its own beginning then.
+  // With a whole timeout from its start, the second would close at about 1,500 ms.
   for (const ms of closedAfter) assert.ok(ms < HANDSHAKE_TIMEOUT_MS + 250, `closed ${ms.toFixed(0)} ms after it connected: ${closedAfter.map((c) => c.toFixed(0)).join(', ')}`);
+});
+
+test('a connection reset while it waits neither stops the server nor keeps a place in the lines', async (t) => {
+  const { admission, arrived, started, secured, connect, port } = await admittingServer(t, { burst: 1, floorGapMs: 60_000 });
+  const stop = busyLoop();
+  t.after(stop);
+  await sleep(100);
+  const raw = Array.from({ length: 3 }, () => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress: '127.0.0.30' });
+    socket.on('error', () => {});
+    t.after(() => socket.destroy());
+    return socket;
+  });
+  await waitFor(() => `three accepted (${arrived.length})`, async () => (arrived.length === 3 || undefined));
+  assert.equal(started.length, 1, 'one started for the burst, two waiting');
+  // A reset: the waiting sockets' reads fail with ECONNRESET.
+  assert.equal(admission.waiting(), 2);
+  for (const socket of raw.slice(1)) socket.resetAndDestroy();
+  // Still busy, so no turn of theirs has come: they leave their line as they close.
+  await waitFor(() => `none waiting (${admission.waiting()})`, async () => (admission.waiting() === 0 || undefined), 2000);
+  stop();
+  await sleep(50);
+  // Nothing left waiting: a new connection on the idle loop begins at once.
+  connect('127.0.0.31');
+  await waitFor('its handshake', async () => (secured.length === 1 || undefined));
+  assert.equal(arrived[3]!.startedAtOnce, true);
 });
