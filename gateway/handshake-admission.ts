@@ -125,13 +125,13 @@ export function admitHandshakes(server: Server, options: HandshakeAdmissionOptio
       }
     }
     // Those past their deadline go now, not when their turn comes.
-    for (const line of lines.values()) {
+    for (const [address, line] of lines) {
       while (line.length > 0 && now - line[0]!.acceptedMs >= timeoutMs) {
         line.shift()!.socket.destroy();
         waiting--;
       }
+      if (line.length === 0) lines.delete(address);
     }
-    for (const [address, line] of lines) if (line.length === 0) lines.delete(address);
     // A timer, not setImmediate: a loop that never blocks in its poll would read as busy.
     if (waiting > 0) timer = setTimeout(admit, isBusy() ? Math.min(WINDOW_MS / 4, options.floorGapMs) : 0);
   }

@@ -161,7 +161,14 @@ export function sharedBodyWriter(res: ServerResponse): Writable {
   return res.socket ?? res;
 }
 
-const HANDSHAKE_TIMEOUT = (server: tls.Server) => Object.getOwnPropertySymbols(server).find((s) => s.description === 'handshake-timeout');
+/** Node's private field for a TLS server's handshake timeout: one symbol for every server, found once. */
+let handshakeTimeoutField: symbol | undefined;
+
+function handshakeTimeoutOwn(server: tls.Server): { own: Record<symbol, number>; field: symbol } {
+  handshakeTimeoutField ??= Object.getOwnPropertySymbols(server).find((s) => s.description === 'handshake-timeout');
+  if (handshakeTimeoutField === undefined) throw new Error('node:tls has no handshake-timeout field: see gateway/node-http-internals.ts');
+  return { own: server as unknown as Record<symbol, number>, field: handshakeTimeoutField };
+}
 
 /**
  * Runs `start` (TLS's own connection listener) with the server's handshake timeout set to `ms` for
@@ -169,9 +176,7 @@ const HANDSHAKE_TIMEOUT = (server: tls.Server) => Object.getOwnPropertySymbols(s
  * from its accept. Node reads the timeout, a private field, as it makes each TLS socket.
  */
 export function withHandshakeTimeout(server: tls.Server, ms: number, start: () => void): void {
-  const field = HANDSHAKE_TIMEOUT(server);
-  if (field === undefined) throw new Error('node:tls has no handshake-timeout field: see gateway/node-http-internals.ts');
-  const own = server as unknown as Record<symbol, number>;
+  const { own, field } = handshakeTimeoutOwn(server);
   const full = own[field]!;
   own[field] = Math.max(1, Math.min(full, ms));
   try {
@@ -183,7 +188,6 @@ export function withHandshakeTimeout(server: tls.Server, ms: number, start: () =
 
 /** The server's own handshake timeout (TLS_HANDSHAKE_TIMEOUT_MS). */
 export function handshakeTimeoutOf(server: tls.Server): number {
-  const field = HANDSHAKE_TIMEOUT(server);
-  if (field === undefined) throw new Error('node:tls has no handshake-timeout field: see gateway/node-http-internals.ts');
-  return (server as unknown as Record<symbol, number>)[field]!;
+  const { own, field } = handshakeTimeoutOwn(server);
+  return own[field]!;
 }

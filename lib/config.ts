@@ -23,6 +23,7 @@ export interface Config {
   publicUrl: string | undefined;
   /** A connection that has not finished its TLS handshake by then is destroyed. */
   tlsHandshakeTimeoutMs: number;
+  /** New connections' handshakes while the event loop is busy (gateway/handshake-admission.ts). */
   handshakeBusy: number;
   handshakeBurst: number;
   handshakeFloorGapMs: number;
