@@ -161,11 +161,16 @@ async function largeAnswer(secure: boolean): Promise<{ server: http.Server; sock
   return { server, socket, client };
 }
 
-/** Server-side sockets of a port by TCP state (/proc/net/tcp: 01 ESTABLISHED, 04 FIN-WAIT-1). */
-function serverStates(port: number): string[] {
-  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+/**
+ * The TCP states of the server side of one connection (/proc/net/tcp: 01 ESTABLISHED, 04 FIN-WAIT-1,
+ * 06 TIME-WAIT), matched on both ports: a listener on port 0 may get a port an unrelated, closed
+ * client connection still holds in TIME-WAIT.
+ */
+function serverStates(port: number, clientPort: number): string[] {
+  const hex = (n: number) => `:${n.toString(16).toUpperCase().padStart(4, '0')}`;
   return readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1).map((line) => line.trim().split(/\s+/))
-    .filter((fields) => fields.length > 3 && fields[1]!.endsWith(hexPort) && fields[3] !== '0A').map((fields) => fields[3]!);
+    .filter((fields) => fields.length > 3 && fields[1]!.endsWith(hex(port)) && fields[2]!.endsWith(hex(clientPort)))
+    .map((fields) => fields[3]!);
 }
 
 for (const secure of [false, true]) {
@@ -195,6 +200,7 @@ for (const secure of [false, true]) {
   test(`${secure ? 'https' : 'http'}: resetConnection drops what the kernel holds for the connection, and its client sees a reset`, async () => {
     const { server, socket, client } = await largeAnswer(secure);
     const port = (server.address() as net.AddressInfo).port;
+    const clientPort = client.localPort!;
     try {
       const error = new Promise<string | undefined>((resolve) => {
         client.once('error', (err: Error & { code?: string }) => resolve(err.code));
@@ -203,7 +209,7 @@ for (const secure of [false, true]) {
       resetConnection(socket);
       await waitFor(() => 'the server socket closed', async () => (socket.destroyed || undefined));
       await sleep(50);
-      assert.deepEqual(serverStates(port), [],
+      assert.deepEqual(serverStates(port, clientPort), [],
         moved('a reset connection left a server-side socket behind, its output queued in the kernel (resetConnection: _parent, resetAndDestroy)'));
       client.resume();
       assert.equal(await error, 'ECONNRESET', moved('the client of a reset connection saw no reset (resetConnection)'));
