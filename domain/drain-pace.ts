@@ -26,9 +26,11 @@ export class DrainPace {
   /** Waits for the batch under way and the gathering time; the answer is called with the batch's size once it ends. */
   async begin(signal?: AbortSignal): Promise<(events: number, full: boolean) => void> {
     for (;;) {
+      // One reading of the clock: a second one, a millisecond later, could make the wait negative.
+      const wait = this.#notBefore - Date.now();
       if (this.#underWay) await this.#underWay;
-      else if (signal?.aborted || this.#notBefore <= Date.now()) break;
-      else await sleep(this.#notBefore - Date.now(), undefined, { signal }).catch(() => undefined);
+      else if (signal?.aborted || wait <= 0) break;
+      else await sleep(wait, undefined, { signal }).catch(() => undefined);
     }
     let ended!: () => void;
     this.#underWay = new Promise((resolve) => { ended = resolve; });

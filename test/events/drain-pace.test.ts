@@ -63,6 +63,28 @@ test('a drain told to stop does not wait for its pace', async () => {
   assert.ok(waited >= 40 && waited < 1000, `paced until the signal, then ended by it, not the 60 s pace (${waited.toFixed(1)} ms)`);
 });
 
+test('a clock that moves between readings never asks for a negative wait (Node would warn, TimeoutNegativeWarning)', async () => {
+  const pace = new DrainPace(GATHER_MS, FROM_RATE, FROM_EVENTS);
+  (await pace.begin())(0, false);
+  await sleep(10);
+  (await pace.begin())(20, false);
+  // Each reading 60 ms after the one before: the first 30 ms before the next batch is due, the second 30 ms after.
+  const realNow = Date.now;
+  let clock = realNow() + GATHER_MS - 90;
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning.name);
+  process.on('warning', onWarning);
+  Date.now = () => (clock += 60);
+  try {
+    (await pace.begin())(0, false);
+    await sleep(20);
+  } finally {
+    Date.now = realNow;
+    process.off('warning', onWarning);
+  }
+  assert.deepEqual(warnings, []);
+});
+
 let idle: TestService;
 before(async () => { idle = await TestService.start({ jobWorkers: false }); });
 after(() => idle.stop());
