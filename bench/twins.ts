@@ -44,11 +44,10 @@ const withoutHandOff = (text: string) => text.replace(HAND_OFF, '');
  * copy of the statement calls, in hand_over_event's place, a function of the same parameters
  * that writes nothing (made here, in the bench's own database).
  */
-await pool.query(`CREATE OR REPLACE FUNCTION pms_twin_no_hand_over(text, text, text, text, text, text, text, text, jsonb, bigint)
-  RETURNS void LANGUAGE sql AS 'SELECT NULL::void'`);
 const withoutStatementHandOff = (config: pg.QueryConfig): pg.QueryConfig => (config.text.includes('hand_over_event(')
   ? { ...config, name: config.name && `${config.name}+twin`, text: config.text.replaceAll('hand_over_event(', 'pms_twin_no_hand_over(') }
   : config);
+// Before the first query: a connection made before the hook would hand events over.
 pool.on('connect', (client) => {
   const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
   client.query = ((first: unknown, ...rest: unknown[]) => query(
@@ -56,6 +55,8 @@ pool.on('connect', (client) => {
     ...rest,
   )) as typeof client.query;
 });
+await pool.query(`CREATE OR REPLACE FUNCTION pms_twin_no_hand_over(text, text, text, text, text, text, text, text, jsonb, bigint)
+  RETURNS void LANGUAGE sql AS 'SELECT NULL::void'`);
 const services = { pool, db: pool, boss, log, config: readConfig({}) };
 const tls = { cert: readFileSync(process.env.TLS_CERT_FILE!), key: readFileSync(process.env.TLS_KEY_FILE!) };
 const server = restify.createServer({ name: '', httpsServerOptions: tls, handleUncaughtExceptions: false });
