@@ -1,7 +1,7 @@
 // `npm run bench`: the service as the Procfile runs it (release, web, worker), beside two reference
 // servers and each endpoint's twin, driven by autocannon on loopback, in one run. Prints the verdict on
 // the targets of bench/targets.ts, writes it as JSON and Markdown, exits non-zero when one is missed.
-//   BENCH_DURATION_S (10)  BENCH_WARMUP_S (2)  BENCH_OUT (bench/results)  DATABASE_URL  BENCH_STREAMS (1000)
+//   BENCH_DURATION_S (10)  BENCH_WARMUP_S (2)  BENCH_TURNS (3)  BENCH_OUT (bench/results)  DATABASE_URL  BENCH_STREAMS (1000)
 //   BENCH_ONLY: a regular expression; only the parts it matches run and are judged (endpoints by name, visibility, streams, webhooks,
 //   scale, limited).
 //   BENCH_WORKER_NODE_ARGS: node arguments added to the worker's (`--cpu-prof --cpu-prof-dir=/tmp/prof`, to profile it).
@@ -28,6 +28,12 @@ import { databaseMade } from '../test/citus/databases.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
+/**
+ * An endpoint and its twin are measured in this many turns each, BENCH_DURATION_S split between
+ * them, the twin first in every other turn: the machine's drift, and the database's own work after
+ * the other side's writes (autovacuum, the worker's drain), fall on both alike.
+ */
+const TURNS = Number(process.env.BENCH_TURNS ?? 3);
 const CONNECTIONS = 32;
 /** The limited key's limit: far above what a run sends, so that every request is admitted and the count is all it pays. */
 const BENCH_RATE_LIMIT = { limit: 1_000_000, window_s: 60 };
@@ -87,6 +93,9 @@ interface Measured {
   disk?: FlushStalls;
   non2xx: number;
   errors: number;
+  /** The window's answer times, sorted, and its length: what turns pool. */
+  latencies: number[];
+  windowMs: number;
 }
 
 /** Probes the embedded database's disk while the bench runs (not a database given by DATABASE_URL). */
@@ -106,7 +115,7 @@ const diskText = (disk: FlushStalls | undefined) => (disk ? `; disk flushes over
  * warm-up would open 32 new connections, and their first answers (each behind 32 handshakes at
  * once) would be 32 of the window's slowest.
  */
-function measure(load: Load): Promise<Measured> {
+function measure(load: Load, seconds = DURATION_S): Promise<Measured> {
   let n = 0;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (load.key) headers.authorization = `Bearer ${load.key}`;
@@ -119,7 +128,7 @@ function measure(load: Load): Promise<Measured> {
     const instance = autocannon({
       url: load.url,
       connections: CONNECTIONS,
-      duration: WARMUP_S + DURATION_S,
+      duration: WARMUP_S + seconds,
       method: load.method ?? 'GET',
       headers,
       body: load.body ? JSON.stringify(load.body) : undefined,
@@ -143,6 +152,8 @@ function measure(load: Load): Promise<Measured> {
         ...(flushProbe ? { disk: flushProbe.between(windowStart, windowEnd) } : {}),
         non2xx,
         errors: result.errors + result.timeouts,
+        latencies: sorted,
+        windowMs: windowEnd - windowStart,
       });
     });
     instance.on('response', (client: object, status: number, _bytes: number, ms: number) => {
@@ -159,6 +170,43 @@ function measure(load: Load): Promise<Measured> {
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/** Turns of one load as one measurement: their answers pooled, over their windows' total time. */
+function pooled(name: string, turns: Measured[]): Measured {
+  const sorted = turns.flatMap((t) => t.latencies).sort((a, b) => a - b);
+  const windowMs = turns.reduce((sum, t) => sum + t.windowMs, 0);
+  const round = (ms: number) => Math.round(ms * 10) / 10;
+  const disks = turns.flatMap((t) => (t.disk ? [t.disk] : []));
+  return {
+    name,
+    rps: sorted.length / (windowMs / 1000),
+    p50: round(percentile(sorted, 50)),
+    p99: round(percentile(sorted, 99)),
+    firstAnswerMaxMs: Math.max(...turns.map((t) => t.firstAnswerMaxMs)),
+    ...(disks.length ? { disk: { flushes: disks.reduce((n, d) => n + d.flushes, 0), stalls: disks.reduce((n, d) => n + d.stalls, 0), maxMs: Math.max(...disks.map((d) => d.maxMs)) } } : {}),
+    non2xx: turns.reduce((n, t) => n + t.non2xx, 0),
+    errors: turns.reduce((n, t) => n + t.errors, 0),
+    latencies: sorted,
+    windowMs,
+  };
+}
+
+/** An endpoint and its twin in TURNS turns each, the twin first in the first turn, and each side's turns pooled. */
+async function inTurns(endpoint: Load, twin: Load): Promise<{ result: Measured; twin: Measured }> {
+  const seconds = DURATION_S / TURNS;
+  const own: Measured[] = [];
+  const twins: Measured[] = [];
+  for (let turn = 0; turn < TURNS; turn++) {
+    if (turn % 2 === 0) twins.push(await measure(twin, seconds));
+    own.push(await measure(endpoint, seconds));
+    if (turn % 2 === 1) twins.push(await measure(twin, seconds));
+  }
+  const result = { result: pooled(endpoint.name, own), twin: pooled(twin.name, twins) };
+  for (const side of [result.twin, result.result]) {
+    console.log(`  ${`${side.name}, ${TURNS} turns`.padEnd(34)} ${side.rps.toFixed(0).padStart(7)} req/s  p50 ${side.p50} ms  p99 ${side.p99} ms`);
+  }
+  return result;
 }
 
 /**
@@ -368,13 +416,13 @@ async function main(): Promise<number> {
     ] satisfies Endpoint[] as Endpoint[]);
     const endpoints = allEndpoints.filter((endpoint) => runs(endpoint.name));
 
-    console.log(`# throughput: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up, ${DURATION_S} s each, references alternated`);
+    console.log(`# throughput: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up, ${DURATION_S} s each (an endpoint and its twin in ${TURNS} turns), references alternated`);
     const r1Runs: Measured[] = [await measure(r1)];
     const rows: { kind: Endpoint['kind']; result: Measured; r2: Measured; twin: Measured }[] = [];
     for (const [i, endpoint] of endpoints.entries()) {
       const r2Run = await measure(r2);
-      const twinRun = await measure(twinOf(endpoint));
-      rows.push({ kind: endpoint.kind, result: await measure(endpoint), r2: r2Run, twin: twinRun });
+      const { result, twin } = await inTurns(endpoint, twinOf(endpoint));
+      rows.push({ kind: endpoint.kind, result, r2: r2Run, twin });
       if (i === Math.floor(endpoints.length / 2)) r1Runs.push(await measure(r1));
     }
     r1Runs.push(await measure(r1));
