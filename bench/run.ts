@@ -140,20 +140,14 @@ function measure(load: Load, seconds = DURATION_S): Promise<Measured> {
       }] : undefined,
     } as autocannon.Options, (err, result) => {
       if (err) return reject(err);
-      const sorted = latencies.sort((a, b) => a - b);
-      const round = (ms: number) => Math.round(ms * 10) / 10;
       const windowEnd = performance.now();
       resolve({
         name: load.name,
-        rps: sorted.length / ((windowEnd - windowStart) / 1000),
-        p50: round(percentile(sorted, 50)),
-        p99: round(percentile(sorted, 99)),
+        ...answerTimes(latencies.sort((a, b) => a - b), windowEnd - windowStart),
         firstAnswerMaxMs: round(Math.max(...firstAnswers.values())),
         ...(flushProbe ? { disk: flushProbe.between(windowStart, windowEnd) } : {}),
         non2xx,
         errors: result.errors + result.timeouts,
-        latencies: sorted,
-        windowMs: windowEnd - windowStart,
       });
     });
     instance.on('response', (client: object, status: number, _bytes: number, ms: number) => {
@@ -172,23 +166,24 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
+const round = (ms: number) => Math.round(ms * 10) / 10;
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+
+/** Throughput, p50 and p99 of a window's sorted answer times, kept with them for pooling. */
+function answerTimes(sorted: number[], windowMs: number): Pick<Measured, 'rps' | 'p50' | 'p99' | 'latencies' | 'windowMs'> {
+  return { rps: sorted.length / (windowMs / 1000), p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)), latencies: sorted, windowMs };
+}
+
 /** Turns of one load as one measurement: their answers pooled, over their windows' total time. */
 function pooled(name: string, turns: Measured[]): Measured {
-  const sorted = turns.flatMap((t) => t.latencies).sort((a, b) => a - b);
-  const windowMs = turns.reduce((sum, t) => sum + t.windowMs, 0);
-  const round = (ms: number) => Math.round(ms * 10) / 10;
   const disks = turns.flatMap((t) => (t.disk ? [t.disk] : []));
   return {
     name,
-    rps: sorted.length / (windowMs / 1000),
-    p50: round(percentile(sorted, 50)),
-    p99: round(percentile(sorted, 99)),
+    ...answerTimes(turns.flatMap((t) => t.latencies).sort((a, b) => a - b), sum(turns.map((t) => t.windowMs))),
     firstAnswerMaxMs: Math.max(...turns.map((t) => t.firstAnswerMaxMs)),
-    ...(disks.length ? { disk: { flushes: disks.reduce((n, d) => n + d.flushes, 0), stalls: disks.reduce((n, d) => n + d.stalls, 0), maxMs: Math.max(...disks.map((d) => d.maxMs)) } } : {}),
-    non2xx: turns.reduce((n, t) => n + t.non2xx, 0),
-    errors: turns.reduce((n, t) => n + t.errors, 0),
-    latencies: sorted,
-    windowMs,
+    ...(disks.length ? { disk: { flushes: sum(disks.map((d) => d.flushes)), stalls: sum(disks.map((d) => d.stalls)), maxMs: Math.max(...disks.map((d) => d.maxMs)) } } : {}),
+    non2xx: sum(turns.map((t) => t.non2xx)),
+    errors: sum(turns.map((t) => t.errors)),
   };
 }
 

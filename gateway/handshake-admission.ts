@@ -73,13 +73,9 @@ export function admitHandshakes(server: Server, options: HandshakeAdmissionOptio
     return true;
   }
 
+  /** Begins the handshake with what is left of its deadline (admit() has closed those past it). */
   function start(socket: Socket, acceptedMs: number, now: number): void {
-    const leftMs = timeoutMs - (now - acceptedMs);
-    if (leftMs <= 0) {
-      socket.destroy();
-      return;
-    }
-    withHandshakeTimeout(server, leftMs, () => {
+    withHandshakeTimeout(server, timeoutMs - (now - acceptedMs), () => {
       for (const listener of startTls) listener.call(server, socket);
     });
   }
@@ -117,20 +113,20 @@ export function admitHandshakes(server: Server, options: HandshakeAdmissionOptio
       return;
     }
     const now = performance.now();
-    for (let started = 0; started < PER_TURN && waiting > 0 && mayStart(now);) {
-      const first = next();
-      if (first) {
-        start(first.socket, first.acceptedMs, now);
-        started++;
-      }
-    }
-    // Those past their deadline go now, not when their turn comes.
+    // Those past their deadline go now, not when their turn comes; the rest have time left.
     for (const [address, line] of lines) {
       while (line.length > 0 && now - line[0]!.acceptedMs >= timeoutMs) {
         line.shift()!.socket.destroy();
         waiting--;
       }
       if (line.length === 0) lines.delete(address);
+    }
+    for (let started = 0; started < PER_TURN && waiting > 0 && mayStart(now);) {
+      const first = next();
+      if (first) {
+        start(first.socket, first.acceptedMs, now);
+        started++;
+      }
     }
     // A timer, not setImmediate: a loop that never blocks in its poll would read as busy.
     if (waiting > 0) timer = setTimeout(admit, isBusy() ? Math.min(WINDOW_MS / 4, options.floorGapMs) : 0);

@@ -164,10 +164,11 @@ export function sharedBodyWriter(res: ServerResponse): Writable {
 /** Node's private field for a TLS server's handshake timeout: one symbol for every server, found once. */
 let handshakeTimeoutField: symbol | undefined;
 
-function handshakeTimeoutOwn(server: tls.Server): { own: Record<symbol, number>; field: symbol } {
+/** The server's handshake timeout fields, keyed by that symbol. */
+function timeoutFields(server: tls.Server): Record<symbol, number> {
   handshakeTimeoutField ??= Object.getOwnPropertySymbols(server).find((s) => s.description === 'handshake-timeout');
   if (handshakeTimeoutField === undefined) throw new Error('node:tls has no handshake-timeout field: see gateway/node-http-internals.ts');
-  return { own: server as unknown as Record<symbol, number>, field: handshakeTimeoutField };
+  return server as unknown as Record<symbol, number>;
 }
 
 /**
@@ -176,18 +177,17 @@ function handshakeTimeoutOwn(server: tls.Server): { own: Record<symbol, number>;
  * from its accept. Node reads the timeout, a private field, as it makes each TLS socket.
  */
 export function withHandshakeTimeout(server: tls.Server, ms: number, start: () => void): void {
-  const { own, field } = handshakeTimeoutOwn(server);
-  const full = own[field]!;
-  own[field] = Math.max(1, Math.min(full, ms));
+  const fields = timeoutFields(server);
+  const full = fields[handshakeTimeoutField!]!;
+  fields[handshakeTimeoutField!] = Math.max(1, Math.min(full, ms));
   try {
     start();
   } finally {
-    own[field] = full;
+    fields[handshakeTimeoutField!] = full;
   }
 }
 
 /** The server's own handshake timeout (TLS_HANDSHAKE_TIMEOUT_MS). */
 export function handshakeTimeoutOf(server: tls.Server): number {
-  const { own, field } = handshakeTimeoutOwn(server);
-  return own[field]!;
+  return timeoutFields(server)[handshakeTimeoutField!]!;
 }
