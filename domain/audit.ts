@@ -60,6 +60,8 @@ export async function recordEvent(tx: Tx, actor: Actor, spec: EventSpec): Promis
 
 /** The channel the writer notifies when a project's chain moves (`<project_id>:<last sequence>`). */
 export const EVENTS_CHANNEL = 'pms_events';
+/** The channel a replay notifies when it keeps a range for the workers to queue (`<project_id>`). */
+export const REPLAYS_CHANNEL = 'pms_webhook_replays';
 
 const typeIdsByPool = new WeakMap<pg.Pool, Promise<Map<string, string>>>();
 

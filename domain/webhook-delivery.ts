@@ -7,7 +7,7 @@ import { newIds } from '../lib/ids.ts';
 import { createPool, pipelined, queryFile } from '../lib/pool.ts';
 import { errorFields } from '../lib/log.ts';
 import { SYSTEM_ACTOR } from './actor.ts';
-import { recordEvent, EVENTS_CHANNEL } from './audit.ts';
+import { recordEvent, EVENTS_CHANNEL, REPLAYS_CHANNEL } from './audit.ts';
 import { sealingKeyOf, unseal } from './sealing.ts';
 import { change, type Services } from './services.ts';
 import { deliveryBody, startAttempt, type Attempt, type AttemptResult } from './webhook-attempt.ts';
@@ -412,7 +412,10 @@ export class WebhookDispatcher {
     });
   }
 
-  /** The writer's notice of each batch of events (`<project>:<last sequence>`) starts a pass at once. */
+  /**
+   * The writer's notice of each batch of events (`<project>:<last sequence>`), and a replay's
+   * (`<project>`), start a pass at once.
+   */
   private listen(): void {
     if (this.stopped) return;
     const client = new pg.Client({ connectionString: this.pool.options.connectionString, application_name: WEBHOOK_LISTENER });
@@ -430,7 +433,7 @@ export class WebhookDispatcher {
     });
     this.listener = client;
     // Notices sent while it was away are lost: a pass over every project makes up for them.
-    client.connect().then(() => client.query(`LISTEN ${EVENTS_CHANNEL}`)).then(() => this.kick(), lost);
+    client.connect().then(() => client.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${REPLAYS_CHANNEL}`)).then(() => this.kick(), lost);
   }
 
   /** Stops claiming; attempts in flight get a grace to finish, the rest are handed back. */

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { isId, newId } from '../lib/ids.ts';
 import { queryFile, type Database } from '../lib/pool.ts';
+import { REPLAYS_CHANNEL } from './audit.ts';
 import { errors } from './errors.ts';
 import { EVENT_TYPES } from './jobs.ts';
 import { apiActor, ok, pageOf, paging, type DomainRequest } from './requests.ts';
@@ -198,7 +199,7 @@ export async function replayWebhook(services: Services, req: DomainRequest) {
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 0) throw errors.streamAfter();
   const id = endpointIdParam(req);
   const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<{ status: string; queued: number }>(db, 'webhook_replay', [
-    id, req.caller.project_id, after, checkedKey,
+    id, req.caller.project_id, after, checkedKey, REPLAYS_CHANNEL,
   ]));
   if (!row) throw errors.webhookNotFound();
   if (row.status !== 'enabled') throw errors.webhookReplayDisabled();

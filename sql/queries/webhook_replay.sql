@@ -1,9 +1,10 @@
 -- A replay asked in one statement (domain/webhooks.ts replayWebhook): the caller's key checked and
 -- held first (change_key_check, sql/migrations/0017), the project's endpoint locked, then the
 -- events after $3 up to the project's head that the endpoint's types match counted and, for an
--- enabled endpoint, the range kept on it for the worker to queue (merged with one still pending).
+-- enabled endpoint, the range kept on it for the worker to queue (merged with one still pending),
+-- with a notice on $5 (delivered at commit) so the workers queue it at once, not at their sweep.
 -- No row: no such endpoint of the project.
--- $1 endpoint, $2 project, $3 after (a sequence), $4 the key to check (NULL: none).
+-- $1 endpoint, $2 project, $3 after (a sequence), $4 the key to check (NULL: none), $5 the channel.
 WITH checked AS MATERIALIZED (
   SELECT change_key_check($4, $2) AS ok
 ), head AS MATERIALIZED (
@@ -25,5 +26,6 @@ WITH checked AS MATERIALIZED (
   WHERE ev.project_id = $2 AND ev.sequence > $3::bigint AND ev.sequence <= (SELECT total FROM head)
     AND (cardinality((SELECT types FROM w)) = 0 OR t.name = ANY ((SELECT types FROM w)::text[]))
 )
-SELECT w.status, m.n AS queued
+SELECT w.status, m.n AS queued,
+       CASE WHEN w.status = 'enabled' AND m.n > 0 THEN pg_notify($5, $2) END AS notified
 FROM w, matched m

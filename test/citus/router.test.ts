@@ -48,7 +48,7 @@ const STATEMENTS: Record<string, unknown[] | Record<string, unknown>> = {
   webhook_edit: [HOOK, P, null, null, null, null, null, 'evnt_00000000000000000001', 'api', KEY, '127.0.0.1'],
   webhook_delete: [HOOK, P, null, 'evnt_00000000000000000001', 'api', KEY, '127.0.0.1'],
   webhook_rotate: [HOOK, P, 'sealed', null, 'evnt_00000000000000000001', 'api', KEY, '127.0.0.1'],
-  webhook_replay: [HOOK, P, 0, null],
+  webhook_replay: [HOOK, P, 0, null, 'pms_webhook_replays'],
   webhook_find: [HOOK, P],
   webhook_list: [P, 10, 0],
   webhook_attempt_list: [HOOK, P, 10, 0],

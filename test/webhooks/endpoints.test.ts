@@ -3,11 +3,13 @@
 // ones, and the event each change records (never with a secret).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { REPLAYS_CHANNEL } from '../../domain/audit.ts';
 import { sealingKeyOf, unseal } from '../../domain/sealing.ts';
 import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
 import { TestService, type TestProject } from '../support/service.ts';
-import { nowSeconds } from '../support/wait.ts';
+import { nowSeconds, waitFor } from '../support/wait.ts';
 import { createEndpoint } from './helpers.ts';
 
 const NOT_FOUND = 'Webhook endpoint not found.';
@@ -243,6 +245,29 @@ test('POST /v1/webhook/<id>/replay: 202 {"queued": n}; after must be a non-negat
   }
   assertSuccess(await service.request('PATCH', `/v1/webhook/${made.id}`, { key: owner.key, body: { status: 'disabled' } }));
   assertError(await service.request('POST', `/v1/webhook/${made.id}/replay`, { key: owner.key, body: { after: 0 } }), 422, 'The webhook endpoint is disabled.');
+});
+
+test('a replay that queues events tells the workers at its commit (their sweep would take up to a second); one that queues none, or is refused, does not', async (t) => {
+  const owner = await service.createProject('Replay notices');
+  const made = await createEndpoint(service, owner.key, { url: 'https://127.0.0.1:9/notice', types: ['key.created'] });
+  await service.waitForJobsDrained();
+  const listener = new pg.Client({ connectionString: service.databaseUrl });
+  t.after(() => listener.end());
+  await listener.connect();
+  const notices: string[] = [];
+  listener.on('notification', (message) => { if (message.channel === REPLAYS_CHANNEL) notices.push(message.payload ?? ''); });
+  await listener.query(`LISTEN ${REPLAYS_CHANNEL}`);
+  const replay = (after: number) => service.request('POST', `/v1/webhook/${made.id}/replay`, { key: owner.key, body: { after } });
+  assert.deepEqual(assertSuccess(await replay(0), 202), { queued: 1 });
+  await waitFor('the first replay\'s notice', async () => notices.length === 1 || undefined);
+  assert.deepEqual(assertSuccess(await replay(2), 202), { queued: 0 });
+  assertSuccess(await service.request('PATCH', `/v1/webhook/${made.id}`, { key: owner.key, body: { status: 'disabled' } }));
+  assertError(await replay(0), 422, 'The webhook endpoint is disabled.');
+  assertSuccess(await service.request('PATCH', `/v1/webhook/${made.id}`, { key: owner.key, body: { status: 'enabled' } }));
+  assert.deepEqual(assertSuccess(await replay(0), 202), { queued: 1 });
+  // Notices arrive in commit order: one from the two replays between would be here before this one.
+  await waitFor('the last replay\'s notice', async () => notices.length >= 2 || undefined);
+  assert.deepEqual(notices, [owner.projectId, owner.projectId]);
 });
 
 test('scopes: webhook:read reads, webhook:write changes, webhook:* both; nothing else does', async () => {
