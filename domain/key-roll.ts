@@ -29,10 +29,12 @@ export async function rollKey(services: Services, req: DomainRequest) {
   // The scope rule stays in scopes.ts: the statement is given every scope the caller may grant.
   const grantable = KNOWN_SCOPES.filter((scope) => holdsScope(req.caller.scope, scope));
   const minted = mintKey(req.caller.project_id);
-  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<KeyRow & { refusal: 'expired' | 'scope' | 'rate_limit' | null }>(db, 'key_roll', [
-    id, req.caller.project_id, checkedKey, graceS, minted.id, req.caller.created_by, minted.hash, minted.preview, grantable,
-    req.caller.id, newId('evnt'), newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip, req.caller.rate_limit,
-  ])).catch(outlivesRefusal);
+  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<KeyRow & { refusal: 'expired' | 'scope' | 'rate_limit' | null }>(db, 'key_roll', {
+    id, project_id: req.caller.project_id, checked_key: checkedKey, grace_s: graceS,
+    new_id: minted.id, created_by: req.caller.created_by, secret_hash: minted.hash, key_preview: minted.preview, grantable,
+    caller_key_id: req.caller.id, caller_rate_limit: req.caller.rate_limit,
+    created_event_id: newId('evnt'), rolled_event_id: newId('evnt'), origin: actor.origin, actor_id: actor.keyId ?? null, ip_address: actor.ip,
+  })).catch(outlivesRefusal);
   if (!row) throw errors.keyNotFound();
   if (row.refusal === 'expired') throw errors.rollExpired();
   if (row.refusal === 'scope') throw errors.scopeWider();

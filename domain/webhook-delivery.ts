@@ -6,6 +6,7 @@ import pg from 'pg';
 import { newIds } from '../lib/ids.ts';
 import { createPool, pipelined, queryFile } from '../lib/pool.ts';
 import { errorFields } from '../lib/log.ts';
+import type { NamedValues } from '../lib/sql-files.ts';
 import { SYSTEM_ACTOR } from './actor.ts';
 import { recordEvent, EVENTS_CHANNEL, REPLAYS_CHANNEL } from './audit.ts';
 import { sealingKeyOf, unseal } from './sealing.ts';
@@ -367,17 +368,18 @@ export class WebhookDispatcher {
    * The values of webhook_attempts_record for a batch: one statement logs the attempts, settles
    * their deliveries and moves each endpoint's failing streak.
    */
-  private recordValues(batch: Finished[]): unknown[] {
+  private recordValues(batch: Finished[]): NamedValues {
     const schedule = this.services.config.webhookRetryScheduleS;
-    const retries = batch.map(({ claim, result }) => (succeeded(result) ? null : retryDelay(schedule, claim.attempts, result.retryAfterS)));
     const last = new Map<string, boolean>();
     for (const { claim, result } of batch) last.set(claim.endpoint_id, succeeded(result));
-    return [
-      batch.map((f) => f.claim.endpoint_id), batch.map((f) => f.claim.event_id), batch.map((f) => f.claim.attempts),
-      newIds('whda', batch.length), batch.map((f) => f.claim.sequence), batch.map((f) => f.result.statusCode),
-      batch.map((f) => f.result.error), batch.map((f) => f.result.durationMs), retries, batch.map((f) => f.beganMs),
-      [...last.keys()], [...last.values()], FAILING_DISABLES_AFTER_S,
-    ];
+    return {
+      endpoint_ids: batch.map((f) => f.claim.endpoint_id), event_ids: batch.map((f) => f.claim.event_id),
+      attempts: batch.map((f) => f.claim.attempts), attempt_ids: newIds('whda', batch.length), sequences: batch.map((f) => f.claim.sequence),
+      status_codes: batch.map((f) => f.result.statusCode), errors: batch.map((f) => f.result.error), durations_ms: batch.map((f) => f.result.durationMs),
+      retries_in_s: batch.map(({ claim, result }) => (succeeded(result) ? null : retryDelay(schedule, claim.attempts, result.retryAfterS))),
+      began_ms: batch.map((f) => f.beganMs),
+      batch_endpoint_ids: [...last.keys()], last_succeeded: [...last.values()], failing_disables_after_s: FAILING_DISABLES_AFTER_S,
+    };
   }
 
   /**

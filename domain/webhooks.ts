@@ -124,10 +124,10 @@ export async function createWebhook(services: Services, req: DomainRequest) {
   const actor = apiActor(req);
   const secret = newWebhookSecret();
   const id = newId('whep');
-  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<EndpointRow>(db, 'webhook_create', [
-    id, req.caller.project_id, url, description, types, seal(sealingKeyOf(services.config), secret, id),
-    checkedKey, newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip, JSON.stringify({ url, description, types }),
-  ]));
+  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<EndpointRow>(db, 'webhook_create', {
+    id, project_id: req.caller.project_id, url, description, types, secret: seal(sealingKeyOf(services.config), secret, id), checked_key: checkedKey,
+    event_id: newId('evnt'), origin: actor.origin, actor_id: actor.keyId ?? null, ip_address: actor.ip, details: JSON.stringify({ url, description, types }),
+  }));
   return ok(endpointView(row!, secret), 201);
 }
 
@@ -155,10 +155,10 @@ export async function updateWebhook(services: Services, req: DomainRequest) {
   if (edit.status !== null && edit.status !== 'enabled' && edit.status !== 'disabled') throw errors.webhookStatus();
   const id = endpointIdParam(req);
   const actor = apiActor(req);
-  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<EndpointRow>(db, 'webhook_edit', [
-    id, req.caller.project_id, edit.url, edit.description, edit.types, edit.status,
-    checkedKey, newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
-  ]));
+  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<EndpointRow>(db, 'webhook_edit', {
+    id, project_id: req.caller.project_id, url: edit.url, description: edit.description, types: edit.types, status: edit.status,
+    checked_key: checkedKey, event_id: newId('evnt'), origin: actor.origin, actor_id: actor.keyId ?? null, ip_address: actor.ip,
+  }));
   if (!row) throw errors.webhookNotFound();
   return ok(endpointView(row));
 }
@@ -166,9 +166,10 @@ export async function updateWebhook(services: Services, req: DomainRequest) {
 export async function deleteWebhook(services: Services, req: DomainRequest) {
   const id = endpointIdParam(req);
   const actor = apiActor(req);
-  const [deleted] = await changeByStatement(services, (db, checkedKey) => queryFile<{ id: string }>(db, 'webhook_delete', [
-    id, req.caller.project_id, checkedKey, newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
-  ]));
+  const [deleted] = await changeByStatement(services, (db, checkedKey) => queryFile<{ id: string }>(db, 'webhook_delete', {
+    id, project_id: req.caller.project_id, checked_key: checkedKey,
+    event_id: newId('evnt'), origin: actor.origin, actor_id: actor.keyId ?? null, ip_address: actor.ip,
+  }));
   if (!deleted) throw errors.webhookNotFound();
   return ok({ deleted: true as const, id });
 }
@@ -178,9 +179,10 @@ export async function rotateWebhookSecret(services: Services, req: DomainRequest
   const id = endpointIdParam(req);
   const actor = apiActor(req);
   const secret = newWebhookSecret();
-  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<EndpointRow>(db, 'webhook_rotate', [
-    id, req.caller.project_id, seal(sealingKeyOf(services.config), secret, id), checkedKey, newId('evnt'), actor.origin, actor.keyId ?? null, actor.ip,
-  ]));
+  const [row] = await changeByStatement(services, (db, checkedKey) => queryFile<EndpointRow>(db, 'webhook_rotate', {
+    id, project_id: req.caller.project_id, secret: seal(sealingKeyOf(services.config), secret, id), checked_key: checkedKey,
+    event_id: newId('evnt'), origin: actor.origin, actor_id: actor.keyId ?? null, ip_address: actor.ip,
+  }));
   if (!row) throw errors.webhookNotFound();
   return ok(endpointView(row, secret));
 }

@@ -1,15 +1,15 @@
--- A batch of finished attempts, in one statement: each logged, and its delivery settled (done: $9
--- NULL) or made due again after $9 seconds; each endpoint's failing streak begun (its last attempt
--- failed) or ended; and the endpoints whose every attempt has failed for $13 seconds returned, to
--- disable. Fenced by the attempt's number: a delivery claimed again since (this worker's lease ran
--- out) is not touched, but the attempt made is still logged.
--- $1 endpoints, $2 events, $3 attempt numbers, $4 attempt ids, $5 sequences, $6 status codes,
--- $7 errors, $8 durations in ms, $9 seconds until the next attempt, $10 when each began (ms);
--- $11 the batch's endpoints, $12 whether each one's last attempt succeeded, $13 seconds.
+-- A batch of finished attempts, in one statement: each logged, and its delivery settled (done: its
+-- :retries_in_s NULL) or made due again after that many seconds; each endpoint's failing streak
+-- begun (its last attempt failed) or ended; and the endpoints whose every attempt has failed for
+-- :failing_disables_after_s returned, to disable. Fenced by the attempt's number: a delivery
+-- claimed again since (this worker's lease ran out) is not touched, but the attempt made is still
+-- logged. The first ten are arrays, an attempt each; :batch_endpoint_ids and :last_succeeded an
+-- endpoint each.
 -- Its commit does not wait for the WAL flush: what a crash loses is sent again.
 WITH r AS (
   SELECT *
-  FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::int[], $9::float8[], $10::float8[])
+  FROM unnest(:endpoint_ids::text[], :event_ids::text[], :attempts::int[], :attempt_ids::text[], :sequences::bigint[],
+              :status_codes::int[], :errors::text[], :durations_ms::int[], :retries_in_s::float8[], :began_ms::float8[])
     AS r (endpoint_id, event_id, attempt, id, sequence, status_code, error, duration_ms, retry_in_s, began_ms)
 ), settled AS (
   DELETE FROM webhook_deliveries d
@@ -25,7 +25,7 @@ WITH r AS (
   SELECT id, endpoint_id, event_id, sequence, attempt, status_code, error, duration_ms, to_timestamp(began_ms / 1000.0)
   FROM r, (SELECT set_config('synchronous_commit', 'off', true)) async_commit
 ), v AS (
-  SELECT * FROM unnest($11::text[], $12::boolean[]) AS v (id, ok)
+  SELECT * FROM unnest(:batch_endpoint_ids::text[], :last_succeeded::boolean[]) AS v (id, ok)
 ), moved AS (
   UPDATE webhook_endpoints w
   SET failing_since = CASE WHEN v.ok THEN NULL ELSE now() END
@@ -36,4 +36,4 @@ WITH r AS (
 SELECT w.id
 FROM webhook_endpoints w
 JOIN v ON v.id = w.id
-WHERE NOT v.ok AND w.failing_since <= now() - make_interval(secs => $13) AND w.status = 'enabled' AND w.deleted_at IS NULL
+WHERE NOT v.ok AND w.failing_since <= now() - make_interval(secs => :failing_disables_after_s) AND w.status = 'enabled' AND w.deleted_at IS NULL

@@ -2,13 +2,13 @@
 -- the caller's key checked and held first (change_key_check, sql/migrations/0017), the project's
 -- endpoint marked deleted and what was owed to it dropped, then webhook.deleted handed over.
 -- No row: no such endpoint of the project.
--- $1 endpoint, $2 project, $3 the key to check (NULL: none), $4 the event's id, $5 its origin,
--- $6 the actor's key, $7 its ip address.
+-- :checked_key is the key to check (NULL: none); :event_id, :origin, :actor_id and :ip_address
+-- the event's.
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check($3, $2) AS ok
+  SELECT change_key_check(:checked_key, :project_id) AS ok
 ), deleted AS (
   UPDATE webhook_endpoints SET deleted_at = now_seconds(), updated_at = now_seconds(), replay_from = NULL, replay_to = NULL
-  WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL AND (SELECT ok FROM checked)
+  WHERE id = :id AND project_id = :project_id AND deleted_at IS NULL AND (SELECT ok FROM checked)
   RETURNING id, url, unix_seconds(deleted_at) AS deleted_at
 ), dropped AS (
   DELETE FROM webhook_deliveries d USING deleted w WHERE d.endpoint_id = w.id
@@ -16,4 +16,4 @@ WITH checked AS MATERIALIZED (
 SELECT d.id
 FROM checked,
   LATERAL (SELECT deleted.* FROM deleted WHERE checked.ok) d,
-  LATERAL (SELECT hand_over_event($4, $2, 'webhook.deleted', 'webhook', d.id, $5, $6, $7, jsonb_build_object('url', d.url), d.deleted_at)) handed_over
+  LATERAL (SELECT hand_over_event(:event_id, :project_id, 'webhook.deleted', 'webhook', d.id, :origin, :actor_id, :ip_address, jsonb_build_object('url', d.url), d.deleted_at)) handed_over

@@ -3,20 +3,20 @@
 -- the edit unless it changes nothing, then webhook.updated handed over with what changed.
 -- Disabling drops what was owed to the endpoint; enabling it again starts from the events written
 -- from then on (a replay sends those in between). No row: no such endpoint of the project.
--- $1 endpoint, $2 project, $3 url, $4 description, $5 types, $6 status (each NULL when not sent),
--- $7 the key to check (NULL: none), $8 the event's id, $9 its origin, $10 the actor's key, $11 its ip.
+-- :url, :description, :types, :status are NULL when not sent; :checked_key the key to check (NULL:
+-- none); :event_id, :origin, :actor_id and :ip_address the event's.
 WITH checked AS MATERIALIZED (
-  SELECT change_key_check($7, $2) AS ok
+  SELECT change_key_check(:checked_key, :project_id) AS ok
 ), head AS MATERIALIZED (
   -- Read apart: on Citus the endpoints are the coordinator's, the head a shard's (docs/citus.md).
-  SELECT coalesce((SELECT c.total FROM project_event_counts c WHERE c.project_id = $2), 0) AS total
+  SELECT coalesce((SELECT c.total FROM project_event_counts c WHERE c.project_id = :project_id), 0) AS total
 ), old AS MATERIALIZED (
   SELECT w.id, w.url, w.description, w.types, w.status, w.disabled_reason, unix_seconds(w.created_at) AS created_at,
          unix_seconds(w.updated_at) AS updated_at,
-         coalesce($3, w.url) AS new_url, coalesce($4, w.description) AS new_description,
-         coalesce($5::text[], w.types) AS new_types, coalesce($6, w.status) AS new_status
+         coalesce(:url, w.url) AS new_url, coalesce(:description, w.description) AS new_description,
+         coalesce(:types::text[], w.types) AS new_types, coalesce(:status, w.status) AS new_status
   FROM webhook_endpoints w
-  WHERE (SELECT ok FROM checked) AND w.id = $1 AND w.project_id = $2 AND w.deleted_at IS NULL
+  WHERE (SELECT ok FROM checked) AND w.id = :id AND w.project_id = :project_id AND w.deleted_at IS NULL
   FOR UPDATE OF w
 ), edited AS (
   UPDATE webhook_endpoints w
@@ -45,7 +45,7 @@ FROM old o
 LEFT JOIN LATERAL (SELECT edited.* FROM edited WHERE edited.id = o.id) e ON true
 CROSS JOIN LATERAL (
   SELECT count(*) AS events FROM (
-    SELECT hand_over_event($8, $2, 'webhook.updated', 'webhook', e.id, $9, $10, $11,
+    SELECT hand_over_event(:event_id, :project_id, 'webhook.updated', 'webhook', e.id, :origin, :actor_id, :ip_address,
       jsonb_build_object('changes', jsonb_strip_nulls(jsonb_build_object(
         'url', CASE WHEN o.new_url <> o.url THEN jsonb_build_object('from', o.url, 'to', o.new_url) END,
         'description', CASE WHEN o.new_description <> o.description THEN jsonb_build_object('from', o.description, 'to', o.new_description) END,

@@ -30,8 +30,11 @@ const STATEMENTS: Record<string, unknown[] | Record<string, unknown>> = {
   key_list: [P, 10, null],
   key_insert: { id: KEY, project_id: P },
   key_revoke: { id: KEY, project_id: P },
-  key_roll: [KEY, P, null, 0, 'papi_00000000000000000002', 'cons_00000000000000000001', HASH, 'sk-…', ['key:read'], KEY,
-    'evnt_00000000000000000001', 'evnt_00000000000000000002', 'api', KEY, '127.0.0.1', null],
+  key_roll: {
+    id: KEY, project_id: P, grace_s: 0, new_id: 'papi_00000000000000000002', created_by: 'cons_00000000000000000001', secret_hash: HASH,
+    key_preview: 'sk-…', grantable: ['key:read'], caller_key_id: KEY, created_event_id: 'evnt_00000000000000000001',
+    rolled_event_id: 'evnt_00000000000000000002', origin: 'api', actor_id: KEY, ip_address: '127.0.0.1',
+  },
   // Apps.
   app_create: { id: APP, project_id: P },
   app_edit: { id: APP, project_id: P },
@@ -44,10 +47,13 @@ const STATEMENTS: Record<string, unknown[] | Record<string, unknown>> = {
   event_stream_page: [P, 0, 10, null, null, 10],
   checkpoint_find: [P, null],
   // Webhooks: the endpoints are the coordinator's; the project's head is read on its shard.
-  webhook_create: [HOOK, P, 'https://example.com/', '', [], 'sealed', null, 'evnt_00000000000000000001', 'api', KEY, '127.0.0.1', {}],
-  webhook_edit: [HOOK, P, null, null, null, null, null, 'evnt_00000000000000000001', 'api', KEY, '127.0.0.1'],
-  webhook_delete: [HOOK, P, null, 'evnt_00000000000000000001', 'api', KEY, '127.0.0.1'],
-  webhook_rotate: [HOOK, P, 'sealed', null, 'evnt_00000000000000000001', 'api', KEY, '127.0.0.1'],
+  webhook_create: {
+    id: HOOK, project_id: P, url: 'https://example.com/', description: '', types: [], secret: 'sealed',
+    event_id: 'evnt_00000000000000000001', origin: 'api', actor_id: KEY, ip_address: '127.0.0.1', details: {},
+  },
+  webhook_edit: { id: HOOK, project_id: P, event_id: 'evnt_00000000000000000001', origin: 'api', actor_id: KEY, ip_address: '127.0.0.1' },
+  webhook_delete: { id: HOOK, project_id: P, event_id: 'evnt_00000000000000000001', origin: 'api', actor_id: KEY, ip_address: '127.0.0.1' },
+  webhook_rotate: { id: HOOK, project_id: P, secret: 'sealed', event_id: 'evnt_00000000000000000001', origin: 'api', actor_id: KEY, ip_address: '127.0.0.1' },
   webhook_replay: [HOOK, P, 0, null, 'pms_webhook_replays'],
   webhook_find: [HOOK, P],
   webhook_list: [P, 10, 0],

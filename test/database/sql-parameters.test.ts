@@ -43,9 +43,19 @@ test('every file of sql/queries that takes $n parameters is sent exactly as writ
   }
 });
 
+/** More than this many parameters, and a statement names them. */
+const MOST_IN_ORDER = 6;
+
 test('the statements of many parameters take them by name', () => {
   const named = queryNames().filter((name) => queryStatement(name).names.length > 0);
-  assert.deepEqual(named, ['app_create', 'app_delete', 'app_edit', 'file_insert', 'key_insert', 'key_revoke', 'request_lease', 'run_insert']);
+  assert.deepEqual(named, [
+    'app_create', 'app_delete', 'app_edit', 'file_insert', 'key_insert', 'key_revoke', 'key_roll', 'request_lease', 'run_insert',
+    'webhook_attempts_record', 'webhook_create', 'webhook_delete', 'webhook_edit', 'webhook_rotate',
+  ]);
+  // A PREPARE's $n are its own statement's: it is run by EXECUTE with its values in order.
+  const positional = queryNames().filter((name) => name !== 'audit_outbox_prepare' && !named.includes(name))
+    .map((name) => [name, new Set(queryStatement(name).text.replace(/--.*$/gm, '').match(/\$\d+/g)).size] as const);
+  assert.deepEqual(positional.filter(([, count]) => count > MOST_IN_ORDER), [], `more than ${MOST_IN_ORDER} parameters in order`);
   assert.deepEqual(composeQuery('key_create', { insert: 'key_insert' }).names, [
     'id', 'project_id', 'created_by', 'name', 'secret_hash', 'key_preview', 'scope', 'expires_at', 'rate_limit', 'checked_key',
     'caller_rate_limit', 'event_id', 'origin', 'actor_id', 'ip_address', 'details',
