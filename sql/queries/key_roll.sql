@@ -2,9 +2,9 @@
 -- key checked and held, and with grace_s 0 (a revocation) the old key's changes in flight waited
 -- for, before any row is locked or written. A refusal writes nothing: no row (no such key of the
 -- project, or revoked), or the `refusal` it names.
--- :checked_key is the key to check (NULL: none); :new_id, :created_by, :secret_hash and
--- :key_preview are the new key's; :grantable the scopes the caller may grant; :caller_key_id and
--- :caller_rate_limit (NULL: none) the calling key's.
+-- :id is the key rolled; :checked_key the key to check (NULL: none); :new_id, :created_by,
+-- :secret_hash and :key_preview are the new key's; :grantable the scopes the caller may grant;
+-- :caller_key_id and :caller_rate_limit (NULL: none) the calling key's.
 WITH checked AS MATERIALIZED (
   SELECT change_key_check(:checked_key, :project_id) AS ok
 ), held AS MATERIALIZED (

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { REPLAYS_CHANNEL } from '../../domain/audit.ts';
+import { WEBHOOK_LISTENER } from '../../domain/webhook-delivery.ts';
 import { sealingKeyOf, unseal } from '../../domain/sealing.ts';
 import { assertError, assertSuccess, MESSAGES } from '../support/assertions.ts';
 import { createKey } from '../support/keys.ts';
@@ -251,6 +252,11 @@ test('a replay that queues events tells the workers at its commit (their sweep w
   const owner = await service.createProject('Replay notices');
   const made = await createEndpoint(service, owner.key, { url: 'https://127.0.0.1:9/notice', types: ['key.created'] });
   await service.waitForJobsDrained();
+  // The worker's listener hears the channel (its last statement is its LISTENs).
+  const database = new URL(service.databaseUrl).pathname.slice(1);
+  await waitFor('the worker listening for replays', async () => ((await service.db.query(
+    'SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 AND query LIKE $3', [database, WEBHOOK_LISTENER, `%LISTEN ${REPLAYS_CHANNEL}%`],
+  )).rowCount ?? 0) > 0 || undefined);
   const listener = new pg.Client({ connectionString: service.databaseUrl });
   t.after(() => listener.end());
   await listener.connect();
@@ -258,16 +264,20 @@ test('a replay that queues events tells the workers at its commit (their sweep w
   listener.on('notification', (message) => { if (message.channel === REPLAYS_CHANNEL) notices.push(message.payload ?? ''); });
   await listener.query(`LISTEN ${REPLAYS_CHANNEL}`);
   const replay = (after: number) => service.request('POST', `/v1/webhook/${made.id}/replay`, { key: owner.key, body: { after } });
+  const heard = (what: string, count: number) => waitFor(what, async () => notices.length >= count || undefined);
   assert.deepEqual(assertSuccess(await replay(0), 202), { queued: 1 });
-  await waitFor('the first replay\'s notice', async () => notices.length === 1 || undefined);
+  await heard('the first replay\'s notice', 1);
   assert.deepEqual(assertSuccess(await replay(2), 202), { queued: 0 });
   assertSuccess(await service.request('PATCH', `/v1/webhook/${made.id}`, { key: owner.key, body: { status: 'disabled' } }));
   assertError(await replay(0), 422, 'The webhook endpoint is disabled.');
+  // Notices arrive in commit order: a notice from either replay above would come before this one.
+  await listener.query('SELECT pg_notify($1, $2)', [REPLAYS_CHANNEL, 'marker']);
+  await heard('the marker', 2);
+  assert.deepEqual(notices, [owner.projectId, 'marker']);
   assertSuccess(await service.request('PATCH', `/v1/webhook/${made.id}`, { key: owner.key, body: { status: 'enabled' } }));
   assert.deepEqual(assertSuccess(await replay(0), 202), { queued: 1 });
-  // Notices arrive in commit order: one from the two replays between would be here before this one.
-  await waitFor('the last replay\'s notice', async () => notices.length >= 2 || undefined);
-  assert.deepEqual(notices, [owner.projectId, owner.projectId]);
+  await heard('the last replay\'s notice', 3);
+  assert.deepEqual(notices, [owner.projectId, 'marker', owner.projectId]);
 });
 
 test('scopes: webhook:read reads, webhook:write changes, webhook:* both; nothing else does', async () => {
