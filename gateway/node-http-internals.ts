@@ -164,11 +164,13 @@ export function sharedBodyWriter(res: ServerResponse): Writable {
 /** Node's private field for a TLS server's handshake timeout: one symbol for every server, found once. */
 let handshakeTimeoutField: symbol | undefined;
 
-/** The server's handshake timeout fields, keyed by that symbol. */
-function timeoutFields(server: tls.Server): Record<symbol, number> {
+/** The server's handshake timeout, as a field its TLS sockets read when they are made. */
+function handshakeTimeout(server: tls.Server): { get: () => number; set: (ms: number) => void } {
   handshakeTimeoutField ??= Object.getOwnPropertySymbols(server).find((s) => s.description === 'handshake-timeout');
   if (handshakeTimeoutField === undefined) throw new Error('node:tls has no handshake-timeout field: see gateway/node-http-internals.ts');
-  return server as unknown as Record<symbol, number>;
+  const field = handshakeTimeoutField;
+  const own = server as unknown as Record<symbol, number>;
+  return { get: () => own[field]!, set: (ms) => { own[field] = ms; } };
 }
 
 /**
@@ -177,17 +179,17 @@ function timeoutFields(server: tls.Server): Record<symbol, number> {
  * from its accept. Node reads the timeout, a private field, as it makes each TLS socket.
  */
 export function withHandshakeTimeout(server: tls.Server, ms: number, start: () => void): void {
-  const fields = timeoutFields(server);
-  const full = fields[handshakeTimeoutField!]!;
-  fields[handshakeTimeoutField!] = Math.max(1, Math.min(full, ms));
+  const timeout = handshakeTimeout(server);
+  const full = timeout.get();
+  timeout.set(Math.max(1, Math.min(full, ms)));
   try {
     start();
   } finally {
-    fields[handshakeTimeoutField!] = full;
+    timeout.set(full);
   }
 }
 
 /** The server's own handshake timeout (TLS_HANDSHAKE_TIMEOUT_MS). */
 export function handshakeTimeoutOf(server: tls.Server): number {
-  return timeoutFields(server)[handshakeTimeoutField!]!;
+  return handshakeTimeout(server).get();
 }
